@@ -1,0 +1,66 @@
+# Tidal's build, test and sandbox commands. See README.md.
+
+SHELL := /usr/bin/env bash -o pipefail
+.DEFAULT_GOAL := build
+
+GO        ?= go
+OUTPUT    := _output
+BIN       := $(OUTPUT)/bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+BUILDDATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+VERSION_PKG := github.com/tidal-autoscaler/tidal/internal/version
+LDFLAGS   := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).GitCommit=$(COMMIT) -X $(VERSION_PKG).BuildDate=$(BUILDDATE)
+
+IMAGE     ?= tidal:$(VERSION)
+STATICCHECK_VERSION ?= v0.8.2
+
+# Unit tests: everything but the packages that start real servers.
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
+# Integration and e2e tests: they start the harness (test/harness).
+E2E_PKGS  = $(shell $(GO) list ./test/...)
+
+# Where test/tools/install.sh put the binaries.
+TOOLS_DIR := $(OUTPUT)/tools
+
+.PHONY: build
+build: ## Build the tidal binary into _output/bin.
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/tidal ./cmd/tidal
+
+.PHONY: tools
+tools: ## Build (once, cached) etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, helm; install Prometheus.
+	test/tools/install.sh
+
+.PHONY: test
+test: test-unit test-e2e ## Run every test: unit, integration and e2e.
+
+.PHONY: test-unit
+test-unit: ## Unit tests (no servers).
+	$(GO) test -count=1 $(UNIT_PKGS)
+
+.PHONY: test-e2e
+test-e2e: tools ## Integration and e2e tests against the real harness.
+	TIDAL_TOOLS_DIR="$$(readlink -f $(TOOLS_DIR))" $(GO) test -count=1 -p 1 -timeout 25m $(E2E_PKGS)
+
+.PHONY: lint
+lint: ## gofmt, go vet and staticcheck.
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './_output/*'))"; \
+	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+.PHONY: sandbox
+sandbox: tools ## Start the local control plane and Prometheus; Ctrl-C stops it.
+	$(GO) run ./test/cmd/sandbox
+
+.PHONY: image
+image: ## Build the container image (needs a Docker engine).
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
+
+.PHONY: clean
+clean: ## Remove build output (the tools cache in ~/.cache/tidal stays).
+	rm -rf $(OUTPUT)
+
+.PHONY: help
+help: ## List the targets.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'

@@ -1,0 +1,190 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	cliflag "k8s.io/component-base/cli/flag"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // makes --logging-format=json available
+)
+
+// Options are everything `tidal adapter` is configured with on its
+// command line. Build them with NewOptions, then Validate, then Config.
+type Options struct {
+	// The generic API server options, as custom-metrics-apiserver's own
+	// CustomMetricsAdapterServerOptions has them.
+	SecureServing  *genericoptions.SecureServingOptionsWithLoopback
+	Authentication *genericoptions.DelegatingAuthenticationOptions
+	Authorization  *genericoptions.DelegatingAuthorizationOptions
+	Audit          *genericoptions.AuditOptions
+	Features       *genericoptions.FeatureOptions
+	Logs           *logsapi.LoggingConfiguration
+
+	// Kubeconfig points at the cluster the adapter maps metrics onto; empty
+	// means the in-cluster configuration.
+	Kubeconfig string
+
+	Prometheus PrometheusOptions
+	Rules      RulesOptions
+	APIs       APIOptions
+}
+
+// RulesOptions say where the rules come from and how often the metrics
+// they describe are rediscovered.
+type RulesOptions struct {
+	// File is the rule file. The rule loader that reads it belongs to the
+	// rules work; until it lands only its presence is checked.
+	File           string
+	RelistInterval time.Duration
+	// MaxAge is how far back discovery looks for series; 0 means
+	// RelistInterval.
+	MaxAge time.Duration
+}
+
+// APIOptions switch each served API group on or off.
+type APIOptions struct {
+	CustomMetrics   bool
+	ExternalMetrics bool
+	ResourceMetrics bool
+}
+
+// NewOptions returns the options with tidal's defaults.
+func NewOptions() *Options {
+	o := &Options{
+		SecureServing:  genericoptions.NewSecureServingOptions().WithLoopback(),
+		Authentication: genericoptions.NewDelegatingAuthenticationOptions(),
+		Authorization:  genericoptions.NewDelegatingAuthorizationOptions(),
+		Audit:          genericoptions.NewAuditOptions(),
+		Features:       genericoptions.NewFeatureOptions(),
+		Logs:           logsapi.NewLoggingConfiguration(),
+		Prometheus:     PrometheusOptions{Verb: "GET"},
+		Rules:          RulesOptions{RelistInterval: time.Minute},
+		APIs:           APIOptions{CustomMetrics: true, ExternalMetrics: true, ResourceMetrics: true},
+	}
+	o.SecureServing.BindPort = 6443
+	o.SecureServing.ServerCert.PairName = "tidal-adapter"
+	// An empty --cert-dir keeps the generated self-signed certificate in
+	// memory, which works on a read-only root filesystem; set --cert-dir to
+	// keep it across restarts.
+	o.SecureServing.ServerCert.CertDirectory = ""
+	// Probes must work without credentials; everything else is authorized
+	// by the cluster through SubjectAccessReviews.
+	o.Authorization.AlwaysAllowPaths = []string{"/healthz", "/livez", "/readyz"}
+	// The metrics APIs are called by the aggregator and the HPA, not by a
+	// crowd of clients, so they do not need priority and fairness (which
+	// also needs a watch on the cluster's flow schemas). Same default as
+	// custom-metrics-apiserver.
+	o.Features.EnablePriorityAndFairness = false
+	return o
+}
+
+// Flags returns the flags, grouped in the sections --help prints.
+func (o *Options) Flags() cliflag.NamedFlagSets {
+	var nfs cliflag.NamedFlagSets
+
+	fs := nfs.FlagSet("generic")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig,
+		"Path to a kubeconfig for the cluster the metrics describe. Empty means the in-cluster configuration. "+
+			"Also used for delegated authentication and authorization unless --authentication-kubeconfig or --authorization-kubeconfig are set.")
+	o.Features.AddFlags(fs)
+
+	o.SecureServing.AddFlags(nfs.FlagSet("secure serving"))
+	o.Authentication.AddFlags(nfs.FlagSet("authentication"))
+	o.Authorization.AddFlags(nfs.FlagSet("authorization"))
+	o.Audit.AddFlags(nfs.FlagSet("audit"))
+	o.Prometheus.AddFlags(nfs.FlagSet("prometheus"))
+	o.Rules.AddFlags(nfs.FlagSet("rules"))
+	o.APIs.AddFlags(nfs.FlagSet("apis"))
+	logsapi.AddFlags(o.Logs, nfs.FlagSet("logs"))
+	return nfs
+}
+
+// AddFlags adds the rule flags to fs.
+func (o *RulesOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.File, "config", o.File,
+		"Path to the rule file that says which Prometheus series become which metrics.")
+	fs.DurationVar(&o.RelistInterval, "metrics-relist-interval", o.RelistInterval,
+		"How often to rediscover the available metrics from Prometheus.")
+	fs.DurationVar(&o.MaxAge, "metrics-max-age", o.MaxAge,
+		"How far back to look for series when rediscovering metrics. 0 means the value of --metrics-relist-interval.")
+}
+
+// AddFlags adds the API switches to fs.
+func (o *APIOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.CustomMetrics, "enable-custom-metrics", o.CustomMetrics,
+		"Serve custom.metrics.k8s.io (v1beta1 and v1beta2).")
+	fs.BoolVar(&o.ExternalMetrics, "enable-external-metrics", o.ExternalMetrics,
+		"Serve external.metrics.k8s.io (v1beta1).")
+	fs.BoolVar(&o.ResourceMetrics, "enable-resource-metrics", o.ResourceMetrics,
+		"Serve metrics.k8s.io (v1beta1). Not served by this build yet: the flag is accepted so deployments need not change when it is.")
+}
+
+// Validate reports every problem with the options at once.
+func (o *Options) Validate() []error {
+	var errs []error
+	errs = append(errs, o.SecureServing.Validate()...)
+	errs = append(errs, o.Authentication.Validate()...)
+	errs = append(errs, o.Authorization.Validate()...)
+	errs = append(errs, o.Audit.Validate()...)
+	errs = append(errs, o.Features.Validate()...)
+	for _, e := range logsapi.Validate(o.Logs, nil, nil) {
+		errs = append(errs, e)
+	}
+	errs = append(errs, checkFile("--kubeconfig", o.Kubeconfig)...)
+	errs = append(errs, o.Prometheus.Validate()...)
+	errs = append(errs, o.Rules.Validate()...)
+	errs = append(errs, o.APIs.Validate()...)
+	return errs
+}
+
+// Validate checks the rule options.
+func (o *RulesOptions) Validate() []error {
+	errs := checkFile("--config", o.File)
+	if o.RelistInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--metrics-relist-interval must be positive, got %s", o.RelistInterval))
+	}
+	switch {
+	case o.MaxAge < 0:
+		errs = append(errs, fmt.Errorf("--metrics-max-age must not be negative, got %s", o.MaxAge))
+	case o.MaxAge > 0 && o.MaxAge < o.RelistInterval:
+		errs = append(errs, fmt.Errorf("--metrics-max-age (%s) must not be less than --metrics-relist-interval (%s), or series would drop out between relists; raise it or leave it unset", o.MaxAge, o.RelistInterval))
+	}
+	return errs
+}
+
+// Validate checks the API switches.
+func (o *APIOptions) Validate() []error {
+	if !o.CustomMetrics && !o.ExternalMetrics && !o.ResourceMetrics {
+		return []error{errors.New("--enable-custom-metrics, --enable-external-metrics and --enable-resource-metrics are all false: enable at least one API")}
+	}
+	return nil
+}
+
+// effectiveMaxAge applies the --metrics-max-age default.
+func (o *RulesOptions) effectiveMaxAge() time.Duration {
+	if o.MaxAge == 0 {
+		return o.RelistInterval
+	}
+	return o.MaxAge
+}
+
+// checkFile reports when flag names a file that cannot be read. An empty
+// path is fine: required flags are checked by their owners.
+func checkFile(flag, path string) []error {
+	if path == "" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return []error{fmt.Errorf("%s: %w", flag, err)}
+	}
+	if fi.IsDir() {
+		return []error{fmt.Errorf("%s %q is a directory, want a file", flag, path)}
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// parse applies args to fresh options through the real flag sections.
+func parse(t *testing.T, args ...string) *Options {
+	t.Helper()
+	o := NewOptions()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	nfs := o.Flags()
+	for _, name := range nfs.Order {
+		fs.AddFlagSet(nfs.FlagSets[name])
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parsing %q: %v", args, err)
+	}
+	return o
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaults(t *testing.T) {
+	o := NewOptions()
+	if o.SecureServing.BindPort != 6443 {
+		t.Errorf("secure port = %d, want 6443", o.SecureServing.BindPort)
+	}
+	if o.SecureServing.ServerCert.PairName != "tidal-adapter" {
+		t.Errorf("pair name = %q, want tidal-adapter", o.SecureServing.ServerCert.PairName)
+	}
+	if got := strings.Join(o.Authorization.AlwaysAllowPaths, ","); got != "/healthz,/livez,/readyz" {
+		t.Errorf("always allowed paths = %s", got)
+	}
+	if o.Rules.RelistInterval != time.Minute || o.Rules.effectiveMaxAge() != time.Minute {
+		t.Errorf("relist = %s, max age = %s, want 1m and 1m", o.Rules.RelistInterval, o.Rules.effectiveMaxAge())
+	}
+	if !o.APIs.CustomMetrics || !o.APIs.ExternalMetrics || !o.APIs.ResourceMetrics {
+		t.Errorf("APIs = %+v, want all enabled", o.APIs)
+	}
+	if o.Prometheus.Verb != "GET" {
+		t.Errorf("verb = %q, want GET", o.Prometheus.Verb)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "f", "x")
+	missing := filepath.Join(dir, "missing")
+	const url = "--prometheus-url=http://prometheus:9090"
+
+	tests := []struct {
+		name string
+		args []string
+		// want holds one substring per expected error, in any order.
+		want []string
+	}{{
+		name: "minimal valid",
+		args: []string{url},
+	}, {
+		name: "everything valid",
+		args: []string{url, "--prometheus-verb=POST", "--prometheus-token-file=" + file, "--prometheus-ca-file=" + file,
+			"--prometheus-client-tls-cert-file=" + file, "--prometheus-client-tls-key-file=" + file,
+			"--prometheus-header=X-Scope-OrgID=a", "--prometheus-header=X-Scope-OrgID=b", "--prometheus-auth-config=" + file,
+			"--config=" + file, "--metrics-relist-interval=30s", "--metrics-max-age=5m", "--enable-resource-metrics=false",
+			"--kubeconfig=" + file, "--logging-format=json"},
+	}, {
+		name: "url missing",
+		want: []string{"--prometheus-url is required"},
+	}, {
+		name: "bad urls and verb",
+		args: []string{"--prometheus-url=prometheus:9090", "--prometheus-verb=PUT"},
+		want: []string{"must use http or https", `--prometheus-verb must be GET or POST, got "PUT"`},
+	}, {
+		name: "url without host",
+		args: []string{"--prometheus-url=http://"},
+		want: []string{"has no host"},
+	}, {
+		name: "key without cert, missing files",
+		args: []string{url, "--prometheus-client-tls-key-file=" + missing, "--prometheus-ca-file=" + missing,
+			"--prometheus-token-file=" + missing, "--prometheus-auth-config=" + dir, "--config=" + missing, "--kubeconfig=" + missing},
+		want: []string{"must be set together", "--prometheus-client-tls-key-file", "--prometheus-ca-file",
+			"--prometheus-token-file", "--prometheus-auth-config", "--config", "--kubeconfig"},
+	}, {
+		name: "bad headers",
+		args: []string{url, "--prometheus-header=novalue", "--prometheus-header=Bad Name=x", "--prometheus-header=authorization=Bearer x"},
+		want: []string{`"novalue" must be key=value`, "not a valid header name", "Authorization is set by the client itself"},
+	}, {
+		name: "bad relist and max age",
+		args: []string{url, "--metrics-relist-interval=0", "--metrics-max-age=-1s"},
+		want: []string{"--metrics-relist-interval must be positive", "--metrics-max-age must not be negative"},
+	}, {
+		name: "max age below relist",
+		args: []string{url, "--metrics-relist-interval=5m", "--metrics-max-age=1m"},
+		want: []string{"must not be less than --metrics-relist-interval"},
+	}, {
+		name: "every API off",
+		args: []string{url, "--enable-custom-metrics=false", "--enable-external-metrics=false", "--enable-resource-metrics=false"},
+		want: []string{"enable at least one API"},
+	}, {
+		name: "generic options are validated too",
+		args: []string{url, "--secure-port=70000", "--logging-format=xml"},
+		want: []string{"--secure-port 70000 must be between", "xml"},
+	}, {
+		name: "all at once",
+		args: []string{"--prometheus-verb=get", "--metrics-relist-interval=-1s", "--prometheus-client-tls-cert-file=" + file,
+			"--enable-custom-metrics=false", "--enable-external-metrics=false", "--enable-resource-metrics=false"},
+		want: []string{"--prometheus-url is required", "--prometheus-verb", "--metrics-relist-interval", "must be set together", "enable at least one API"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := parse(t, tt.args...).Validate()
+			var msgs []string
+			for _, err := range errs {
+				msgs = append(msgs, err.Error())
+			}
+			all := strings.Join(msgs, "\n")
+			if len(errs) != len(tt.want) {
+				t.Errorf("got %d errors, want %d:\n%s", len(errs), len(tt.want), all)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("no error mentions %q; got:\n%s", w, all)
+				}
+			}
+		})
+	}
+}
+
+func TestPrometheusHTTPClientConfig(t *testing.T) {
+	dir := t.TempDir()
+	token := writeFile(t, dir, "token", "secret")
+	basic := writeFile(t, dir, "basic.yaml", "basic_auth:\n  username: u\n  password: p\n")
+	withHeader := writeFile(t, dir, "headers.yaml", "http_headers:\n  x-scope-orgid:\n    values: [a]\n")
+	withCA := writeFile(t, dir, "ca.yaml", "tls_config:\n  ca_file: ca.pem\n")
+	bad := writeFile(t, dir, "bad.yaml", "no_such_field: 1\n")
+
+	tests := []struct {
+		name    string
+		opts    PrometheusOptions
+		wantErr string
+		check   func(t *testing.T, o PrometheusOptions)
+	}{{
+		name: "flags only",
+		opts: PrometheusOptions{TokenFile: token, CAFile: token, ClientCertFile: token, ClientKeyFile: token, Headers: []string{"x-scope-orgid=a", "X-Scope-OrgID=b"}},
+		check: func(t *testing.T, o PrometheusOptions) {
+			cc, _ := o.httpClientConfig()
+			if cc.Authorization == nil || cc.Authorization.CredentialsFile != token || cc.Authorization.Type != "Bearer" {
+				t.Errorf("authorization = %+v, want a bearer token from %s", cc.Authorization, token)
+			}
+			if cc.TLSConfig.CAFile != token || cc.TLSConfig.CertFile != token || cc.TLSConfig.KeyFile != token {
+				t.Errorf("tls = %+v", cc.TLSConfig)
+			}
+			if got := cc.HTTPHeaders.Headers["X-Scope-Orgid"].Values; strings.Join(got, ",") != "a,b" {
+				t.Errorf("header values = %v, want [a b]", got)
+			}
+		},
+	}, {
+		name: "file relative paths resolve against the file",
+		opts: PrometheusOptions{AuthConfigFile: withCA, TokenFile: token},
+		check: func(t *testing.T, o PrometheusOptions) {
+			cc, _ := o.httpClientConfig()
+			if want := filepath.Join(dir, "ca.pem"); cc.TLSConfig.CAFile != want {
+				t.Errorf("ca file = %q, want %q", cc.TLSConfig.CAFile, want)
+			}
+		},
+	}, {
+		name:    "token conflicts with basic auth in the file",
+		opts:    PrometheusOptions{AuthConfigFile: basic, TokenFile: token},
+		wantErr: "--prometheus-token-file conflicts with the credentials",
+	}, {
+		name:    "CA in both places",
+		opts:    PrometheusOptions{AuthConfigFile: withCA, CAFile: token},
+		wantErr: "--prometheus-ca-file conflicts",
+	}, {
+		name:    "header in both places",
+		opts:    PrometheusOptions{AuthConfigFile: withHeader, Headers: []string{"X-Scope-OrgID=b"}},
+		wantErr: "--prometheus-header X-Scope-Orgid conflicts",
+	}, {
+		name:    "unknown field in the file",
+		opts:    PrometheusOptions{AuthConfigFile: bad},
+		wantErr: "--prometheus-auth-config",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.opts.httpClientConfig()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want it to mention %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("error = %v", err)
+			}
+			tt.check(t, tt.opts)
+		})
+	}
+}

@@ -1,0 +1,82 @@
+package app
+
+import (
+	"fmt"
+	"net"
+	"os"
+
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	componentbaseconfig "k8s.io/component-base/config"
+
+	"github.com/tidal-autoscaler/tidal/internal/kubeconfig"
+)
+
+// componentName names the autoscaler in user agents and the leader
+// election.
+const componentName = "tidal-autoscaler"
+
+// Config is everything the autoscaler needs to run, built from validated
+// Options.
+type Config struct {
+	Client kubernetes.Interface
+	// LeaderElectionClient has its own timeout, shorter than the renew
+	// deadline, so a hung request cannot cost the lease (as in
+	// kube-controller-manager).
+	LeaderElectionClient kubernetes.Interface
+
+	Mode           Mode
+	HPA            HPAControllerOptions
+	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	// Identity names this replica in the Lease.
+	Identity string
+
+	// HealthListener is already bound, so a port 0 address is resolved by
+	// the time Config returns. Run closes it.
+	HealthListener net.Listener
+}
+
+// Config builds the autoscaler's configuration. Call Validate first:
+// Config reports the first problem it meets, Validate all of them. It
+// does not contact the cluster; it binds the health probe address.
+func (o *Options) Config() (*Config, error) {
+	kube, err := kubeconfig.Load(o.Kubeconfig, componentName)
+	if err != nil {
+		return nil, err
+	}
+	kube.QPS, kube.Burst = o.KubeAPIQPS, int(o.KubeAPIBurst)
+	client, err := kubernetes.NewForConfig(kube)
+	if err != nil {
+		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+
+	leKube := rest.AddUserAgent(rest.CopyConfig(kube), "leader-election")
+	leKube.Timeout = o.LeaderElection.RenewDeadline.Duration / 2
+	leClient, err := kubernetes.NewForConfig(leKube)
+	if err != nil {
+		return nil, fmt.Errorf("building the leader election client: %w", err)
+	}
+
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("reading the hostname for the leader election identity: %w", err)
+	}
+
+	ln, err := net.Listen("tcp", o.HealthProbeBindAddress)
+	if err != nil {
+		return nil, fmt.Errorf("--health-probe-bind-address %q: %w", o.HealthProbeBindAddress, err)
+	}
+
+	return &Config{
+		Client:               client,
+		LeaderElectionClient: leClient,
+		Mode:                 Mode(o.Mode),
+		HPA:                  o.HPA,
+		LeaderElection:       o.LeaderElection,
+		// The UUID keeps two processes on one host (or a restarted pod
+		// whose old lease has not expired) from sharing an identity.
+		Identity:       host + "_" + string(uuid.NewUUID()),
+		HealthListener: ln,
+	}, nil
+}

@@ -1,0 +1,240 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	cliflag "k8s.io/component-base/cli/flag"
+	componentbaseconfig "k8s.io/component-base/config"
+	"k8s.io/component-base/config/options"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // makes --logging-format=json available
+	netutils "k8s.io/utils/net"
+)
+
+// Mode selects which objects the autoscaler reconciles.
+type Mode string
+
+const (
+	// ModeCRD reconciles tidal's own autoscaler resources.
+	ModeCRD Mode = "crd"
+	// ModeNative reconciles autoscaling/v2 HorizontalPodAutoscalers, in
+	// place of kube-controller-manager's HPA controller (which must then be
+	// disabled).
+	ModeNative Mode = "native"
+)
+
+// Options are everything `tidal autoscaler` is configured with on its
+// command line. Build them with NewOptions, then Validate, then Config.
+type Options struct {
+	// Kubeconfig is empty for the in-cluster configuration.
+	Kubeconfig   string
+	KubeAPIQPS   float32
+	KubeAPIBurst int32
+	Mode         string
+
+	HPA            HPAControllerOptions
+	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+
+	// HealthProbeBindAddress is host:port for /healthz and /readyz; port 0
+	// picks a free port.
+	HealthProbeBindAddress string
+
+	Logs *logsapi.LoggingConfiguration
+}
+
+// HPAControllerOptions mirror kube-controller-manager's HPA controller
+// flags, with its defaults, so moving a cluster over keeps its tuning.
+type HPAControllerOptions struct {
+	SyncPeriod                   time.Duration
+	Tolerance                    float64
+	DownscaleStabilizationWindow time.Duration
+	InitialReadinessDelay        time.Duration
+	CPUInitializationPeriod      time.Duration
+	ConcurrentSyncs              int32
+}
+
+// NewOptions returns the options with tidal's defaults.
+func NewOptions() *Options {
+	return &Options{
+		// kube-controller-manager's client defaults.
+		KubeAPIQPS:   20,
+		KubeAPIBurst: 30,
+		Mode:         string(ModeCRD),
+		HPA: HPAControllerOptions{
+			SyncPeriod:                   15 * time.Second,
+			Tolerance:                    0.1,
+			DownscaleStabilizationWindow: 5 * time.Minute,
+			InitialReadinessDelay:        30 * time.Second,
+			CPUInitializationPeriod:      5 * time.Minute,
+			ConcurrentSyncs:              5,
+		},
+		// component-base's recommended timings.
+		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
+			LeaderElect:       true,
+			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
+			RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
+			RetryPeriod:       metav1.Duration{Duration: 2 * time.Second},
+			ResourceLock:      resourcelock.LeasesResourceLock,
+			ResourceName:      "tidal-autoscaler",
+			ResourceNamespace: "tidal-system",
+		},
+		HealthProbeBindAddress: "0.0.0.0:8081",
+		Logs:                   logsapi.NewLoggingConfiguration(),
+	}
+}
+
+// Flags returns the flags, grouped in the sections --help prints.
+func (o *Options) Flags() cliflag.NamedFlagSets {
+	var nfs cliflag.NamedFlagSets
+
+	fs := nfs.FlagSet("generic")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig,
+		"Path to a kubeconfig. Empty means the in-cluster configuration.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
+		"QPS to use while talking with the Kubernetes API server.")
+	fs.Int32Var(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
+		"Burst to use while talking with the Kubernetes API server.")
+	fs.StringVar(&o.Mode, "mode", o.Mode,
+		"What to reconcile: 'crd' for tidal's own autoscaler resources, 'native' for autoscaling/v2 HorizontalPodAutoscalers "+
+			"(disable kube-controller-manager's HPA controller first).")
+
+	o.HPA.AddFlags(nfs.FlagSet("horizontal pod autoscaler"))
+
+	fs = nfs.FlagSet("leader election")
+	options.BindLeaderElectionFlags(&o.LeaderElection, fs)
+	fs.StringVar(&o.LeaderElection.ResourceNamespace, "leader-election-namespace", o.LeaderElection.ResourceNamespace,
+		"Namespace of the Lease used for leader election. Same setting as --leader-elect-resource-namespace.")
+
+	nfs.FlagSet("health").StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
+		"host:port to serve /healthz and /readyz on, over plain HTTP. Port 0 picks a free port.")
+
+	logsapi.AddFlags(o.Logs, nfs.FlagSet("logs"))
+	return nfs
+}
+
+// AddFlags adds the HPA flags, named as kube-controller-manager names them.
+func (o *HPAControllerOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.Int32Var(&o.ConcurrentSyncs, "concurrent-horizontal-pod-autoscaler-syncs", o.ConcurrentSyncs,
+		"The number of horizontal pod autoscaler objects that are allowed to sync concurrently. Larger number = more responsive horizontal pod autoscaler objects processing, but more CPU (and network) load.")
+	fs.DurationVar(&o.SyncPeriod, "horizontal-pod-autoscaler-sync-period", o.SyncPeriod,
+		"The period for syncing the number of pods in horizontal pod autoscaler.")
+	fs.DurationVar(&o.DownscaleStabilizationWindow, "horizontal-pod-autoscaler-downscale-stabilization", o.DownscaleStabilizationWindow,
+		"The period for which autoscaler will look backwards and not scale down below any recommendation it made during that period.")
+	fs.Float64Var(&o.Tolerance, "horizontal-pod-autoscaler-tolerance", o.Tolerance,
+		"The minimum change (from 1.0) in the desired-to-actual metrics ratio for the horizontal pod autoscaler to consider scaling.")
+	fs.DurationVar(&o.CPUInitializationPeriod, "horizontal-pod-autoscaler-cpu-initialization-period", o.CPUInitializationPeriod,
+		"The period after pod start when CPU samples might be skipped.")
+	fs.DurationVar(&o.InitialReadinessDelay, "horizontal-pod-autoscaler-initial-readiness-delay", o.InitialReadinessDelay,
+		"The period after pod start during which readiness changes will be treated as initial readiness.")
+}
+
+// Validate reports every problem with the options at once.
+func (o *Options) Validate() []error {
+	var errs []error
+	if o.Kubeconfig != "" {
+		if _, err := os.Stat(o.Kubeconfig); err != nil {
+			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
+		}
+	}
+	if o.KubeAPIQPS <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps must be positive, got %v", o.KubeAPIQPS))
+	}
+	if o.KubeAPIBurst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst must be at least 1, got %d", o.KubeAPIBurst))
+	}
+	switch Mode(o.Mode) {
+	case ModeCRD, ModeNative:
+	default:
+		errs = append(errs, fmt.Errorf("--mode must be %q or %q, got %q", ModeCRD, ModeNative, o.Mode))
+	}
+	errs = append(errs, o.HPA.Validate()...)
+	errs = append(errs, validateLeaderElection(&o.LeaderElection)...)
+	if _, err := parseBindAddress(o.HealthProbeBindAddress); err != nil {
+		errs = append(errs, err)
+	}
+	for _, e := range logsapi.Validate(o.Logs, nil, nil) {
+		errs = append(errs, e)
+	}
+	return errs
+}
+
+// Validate checks the HPA options.
+func (o *HPAControllerOptions) Validate() []error {
+	var errs []error
+	if o.SyncPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-sync-period must be positive, got %s", o.SyncPeriod))
+	}
+	if o.Tolerance < 0 || o.Tolerance >= 1 {
+		errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-tolerance must be in [0, 1), got %v", o.Tolerance))
+	}
+	if o.DownscaleStabilizationWindow < 0 {
+		errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-downscale-stabilization must not be negative, got %s", o.DownscaleStabilizationWindow))
+	}
+	if o.InitialReadinessDelay < 0 {
+		errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-initial-readiness-delay must not be negative, got %s", o.InitialReadinessDelay))
+	}
+	if o.CPUInitializationPeriod < 0 {
+		errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-cpu-initialization-period must not be negative, got %s", o.CPUInitializationPeriod))
+	}
+	if o.ConcurrentSyncs < 1 {
+		errs = append(errs, fmt.Errorf("--concurrent-horizontal-pod-autoscaler-syncs must be greater than 0, got %d", o.ConcurrentSyncs))
+	}
+	return errs
+}
+
+// validateLeaderElection checks what client-go's leader elector would
+// otherwise reject at run time, naming the flags.
+func validateLeaderElection(le *componentbaseconfig.LeaderElectionConfiguration) []error {
+	if !le.LeaderElect {
+		return nil
+	}
+	var errs []error
+	lease, renew, retry := le.LeaseDuration.Duration, le.RenewDeadline.Duration, le.RetryPeriod.Duration
+	if lease <= 0 || renew <= 0 || retry <= 0 {
+		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%s), --leader-elect-renew-deadline (%s) and --leader-elect-retry-period (%s) must all be positive", lease, renew, retry))
+	} else {
+		if lease <= renew {
+			errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%s) must be greater than --leader-elect-renew-deadline (%s)", lease, renew))
+		}
+		// client-go's leader elector needs room for a jittered retry
+		// inside the renew deadline.
+		if renew <= time.Duration(leaderelection.JitterFactor*float64(retry)) {
+			errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%s) must be greater than %v x --leader-elect-retry-period (%s)", renew, leaderelection.JitterFactor, retry))
+		}
+	}
+	if le.ResourceLock != resourcelock.LeasesResourceLock {
+		errs = append(errs, fmt.Errorf("--leader-elect-resource-lock must be %q, the only lock client-go still supports; got %q", resourcelock.LeasesResourceLock, le.ResourceLock))
+	}
+	if le.ResourceName == "" {
+		errs = append(errs, errors.New("--leader-elect-resource-name must not be empty"))
+	}
+	if le.ResourceNamespace == "" {
+		errs = append(errs, errors.New("--leader-election-namespace must not be empty"))
+	}
+	return errs
+}
+
+// parseBindAddress checks a host:port listen address. The host may be
+// empty (all interfaces), an IP or localhost; port 0 picks a free port.
+func parseBindAddress(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("--health-probe-bind-address %q must be host:port, e.g. 0.0.0.0:8081: %w", addr, err)
+	}
+	if host != "" && host != "localhost" && netutils.ParseIPSloppy(host) == nil {
+		return "", fmt.Errorf("--health-probe-bind-address %q: host must be an IP address, localhost or empty", addr)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return "", fmt.Errorf("--health-probe-bind-address %q: port must be a number from 0 to 65535", addr)
+	}
+	return addr, nil
+}

@@ -1,0 +1,167 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+
+	"github.com/tidal-autoscaler/tidal/internal/version"
+)
+
+// Run serves the health probes and, once this replica leads (or at once
+// when leader election is off), runs the autoscaler until ctx is cancelled.
+// It returns nil after a clean shutdown, and an error when the lease is
+// lost or the probe server fails, so the process restarts. Run may be
+// called once per Config.
+func (c *Config) Run(ctx context.Context) error {
+	klog.InfoS("Starting tidal autoscaler", "version", version.Get().Version, "mode", c.Mode,
+		"leaderElection", c.LeaderElection.LeaderElect, "healthProbeAddress", c.HealthListener.Addr().String())
+
+	var electionChecker *leaderelection.HealthzAdaptor
+	healthChecks := []healthz.HealthChecker{healthz.PingHealthz}
+	if c.LeaderElection.LeaderElect {
+		// Fails /healthz when this replica believes it leads but has not
+		// renewed the lease for a while, so a wedged leader is restarted.
+		electionChecker = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+		healthChecks = append(healthChecks, electionChecker)
+	}
+	mux := http.NewServeMux()
+	healthz.InstallHandler(mux, healthChecks...)
+	healthz.InstallReadyzHandler(mux, healthz.PingHealthz)
+	probes := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	probeErr := make(chan error, 1)
+	go func() { probeErr <- probes.Serve(c.HealthListener) }()
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() {
+		if c.LeaderElection.LeaderElect {
+			runErr <- c.runWithLeaderElection(runCtx, electionChecker)
+		} else {
+			runErr <- c.lead(runCtx)
+		}
+	}()
+
+	var err error
+	select {
+	case err = <-runErr:
+	case err = <-probeErr:
+		err = fmt.Errorf("health probe server on %s: %w", c.HealthListener.Addr(), err)
+		cancel()
+		<-runErr
+	}
+
+	shutdownCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	if shutdownErr := probes.Shutdown(shutdownCtx); shutdownErr != nil && err == nil {
+		err = fmt.Errorf("stopping the health probe server: %w", shutdownErr)
+	}
+	if err == nil {
+		klog.InfoS("tidal autoscaler stopped")
+	}
+	return err
+}
+
+// runWithLeaderElection runs lead only while this replica holds the Lease.
+//
+// The lease is released (ReleaseOnCancel) only after lead has returned, so
+// a successor never acts while this replica still does: lead runs under
+// ctx and the election under its own context, cancelled afterwards.
+func (c *Config) runWithLeaderElection(ctx context.Context, checker *leaderelection.HealthzAdaptor) error {
+	le := c.LeaderElection
+	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
+		c.LeaderElectionClient.CoreV1(), c.LeaderElectionClient.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: c.Identity})
+	if err != nil {
+		return fmt.Errorf("leader election lock: %w", err)
+	}
+
+	// Buffered: the elector calls OnStartedLeading at most once per Run,
+	// from its own goroutine, and must not block if nobody listens anymore.
+	leading := make(chan context.Context, 1)
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   le.LeaseDuration.Duration,
+		RenewDeadline:   le.RenewDeadline.Duration,
+		RetryPeriod:     le.RetryPeriod.Duration,
+		ReleaseOnCancel: true,
+		Name:            componentName,
+		WatchDog:        checker,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leaseCtx context.Context) { leading <- leaseCtx },
+			OnStoppedLeading: func() { klog.InfoS("Stopped leading", "identity", c.Identity) },
+			OnNewLeader: func(identity string) {
+				if identity != c.Identity {
+					klog.InfoS("Another replica leads", "leader", identity)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	if checker != nil {
+		checker.SetLeaderElection(elector)
+	}
+
+	electionCtx, stopElection := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElection()
+	electionDone := make(chan struct{})
+	go func() {
+		defer close(electionDone)
+		elector.Run(electionCtx)
+	}()
+	klog.InfoS("Waiting to lead", "lease", klog.KRef(le.ResourceNamespace, le.ResourceName), "identity", c.Identity)
+
+	select {
+	case <-ctx.Done():
+		// Not leading (or only just): stop campaigning. A late
+		// OnStartedLeading gets an already cancelled context and is
+		// ignored.
+		stopElection()
+		<-electionDone
+		return nil
+
+	case <-electionDone:
+		return errors.New("leader election ended before this replica could lead; the lease was lost")
+
+	case leaseCtx := <-leading:
+		// Stop on shutdown or when the lease is lost, whichever is first.
+		leadCtx, stopLeading := context.WithCancel(leaseCtx)
+		defer stopLeading()
+		stopOnShutdown := context.AfterFunc(ctx, stopLeading)
+		defer stopOnShutdown()
+
+		leadErr := c.lead(leadCtx)
+		lost := ctx.Err() == nil
+		stopElection() // releases the lease
+		<-electionDone
+		if leadErr != nil {
+			return leadErr
+		}
+		if lost {
+			return fmt.Errorf("lost the leader election lease %s/%s", le.ResourceNamespace, le.ResourceName)
+		}
+		return nil
+	}
+}
+
+// lead runs what only the leader may run, until ctx is done.
+//
+// Reconciliation is not here yet: it arrives with the controller package,
+// which will be started from this function with c.Client, c.Mode and c.HPA.
+// Until then the leader holds its lease and does nothing else.
+func (c *Config) lead(ctx context.Context) error {
+	klog.InfoS("Leading; no controller runs yet: reconciliation arrives with the controller package",
+		"identity", c.Identity, "mode", c.Mode)
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,223 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+)
+
+// newConfig builds a Config from flags, for a cluster address where
+// nothing listens, with the probes on a free loopback port.
+func newConfig(t *testing.T, args ...string) *Config {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://%s"}
+contexts:
+- name: ctx
+  context: {cluster: c}
+current-context: ctx
+`, closed)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	o := parse(t, append([]string{"--kubeconfig=" + kubeconfig, "--health-probe-bind-address=127.0.0.1:0"}, args...)...)
+	if errs := o.Validate(); len(errs) > 0 {
+		t.Fatalf("Validate() = %v", errs)
+	}
+	cfg, err := o.Config()
+	if err != nil {
+		t.Fatalf("Config() = %v", err)
+	}
+	return cfg
+}
+
+// fastElection keeps leader election tests short.
+var fastElection = []string{"--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=200ms"}
+
+// start runs cfg.Run in the background.
+func start(t *testing.T, cfg *Config) (cancel func(), done <-chan error) {
+	t.Helper()
+	// Registered first, so it runs last: after the test's own cleanups.
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ch := make(chan error, 1)
+	go func() { ch <- cfg.Run(ctx) }()
+	return cancel, ch
+}
+
+func wait(t *testing.T, done <-chan error, within time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(within):
+		t.Fatalf("Run did not return within %s", within)
+		return nil
+	}
+}
+
+func probe(t *testing.T, cfg *Config, path string) {
+	t.Helper()
+	url := "http://" + cfg.HealthListener.Addr().String() + path
+	var (
+		code int
+		body []byte
+		err  error
+	)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var resp *http.Response
+		resp, err = http.Get(url)
+		if err != nil {
+			continue
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if code = resp.StatusCode; code == http.StatusOK {
+			return
+		}
+	}
+	t.Fatalf("GET %s = %d %q, %v; want 200", url, code, body, err)
+}
+
+func lease(t *testing.T, cfg *Config) *coordinationv1.Lease {
+	t.Helper()
+	l, err := cfg.LeaderElectionClient.CoordinationV1().Leases("tidal-system").Get(context.Background(), "tidal-autoscaler", metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return l
+}
+
+func holder(l *coordinationv1.Lease) string {
+	if l == nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+func waitForHolder(t *testing.T, cfg *Config, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for holder(lease(t, cfg)) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("lease holder = %q after 10s, want %q", holder(lease(t, cfg)), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestRunWithoutLeaderElection(t *testing.T) {
+	cfg := newConfig(t, "--leader-elect=false")
+	cancel, done := start(t, cfg)
+	probe(t, cfg, "/healthz")
+	probe(t, cfg, "/readyz")
+	cancel()
+	if err := wait(t, done, 10*time.Second); err != nil {
+		t.Errorf("Run() = %v after cancel, want nil", err)
+	}
+	if _, err := http.Get("http://" + cfg.HealthListener.Addr().String() + "/healthz"); err == nil {
+		t.Error("probes still served after Run returned")
+	}
+}
+
+func TestRunLeadsAndReleasesTheLease(t *testing.T) {
+	cfg := newConfig(t, fastElection...)
+	cfg.LeaderElectionClient = fake.NewClientset()
+	cancel, done := start(t, cfg)
+
+	waitForHolder(t, cfg, cfg.Identity)
+	probe(t, cfg, "/healthz")
+	cancel()
+	if err := wait(t, done, 10*time.Second); err != nil {
+		t.Errorf("Run() = %v after cancel, want nil", err)
+	}
+	if got := holder(lease(t, cfg)); got != "" {
+		t.Errorf("lease still held by %q after Run returned; want it released", got)
+	}
+}
+
+func TestRunFailsWhenTheLeaseIsLost(t *testing.T) {
+	cfg := newConfig(t, fastElection...)
+	client := fake.NewClientset()
+	cfg.LeaderElectionClient = client
+	// The fake does not check resourceVersions; once the lease is taken
+	// over, refuse this replica's stale updates as the API server would.
+	var takenOver atomic.Bool
+	client.PrependReactor("update", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		l := action.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if takenOver.Load() && holder(l) == cfg.Identity {
+			return true, nil, apierrors.NewConflict(coordinationv1.Resource("leases"), l.Name, errors.New("the object has been modified"))
+		}
+		return false, nil, nil
+	})
+	_, done := start(t, cfg)
+	waitForHolder(t, cfg, cfg.Identity)
+
+	// Another replica takes the lease over.
+	takenOver.Store(true)
+	l := lease(t, cfg)
+	l.Spec.HolderIdentity = ptr.To("other-replica")
+	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	l.Spec.LeaseDurationSeconds = ptr.To[int32](60)
+	if _, err := client.CoordinationV1().Leases(l.Namespace).Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	err := wait(t, done, 10*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "lost the leader election lease") {
+		t.Fatalf("Run() = %v, want an error saying the lease was lost", err)
+	}
+	if got := holder(lease(t, cfg)); got != "other-replica" {
+		t.Errorf("lease holder = %q, want other-replica left alone", got)
+	}
+}
+
+func TestRunCancelledWhileWaitingToLead(t *testing.T) {
+	cfg := newConfig(t, fastElection...)
+	now := metav1.NewMicroTime(time.Now())
+	cfg.LeaderElectionClient = fake.NewClientset(&coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tidal-system", Name: "tidal-autoscaler"},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To("other-replica"), LeaseDurationSeconds: ptr.To[int32](60),
+			AcquireTime: &now, RenewTime: &now,
+		},
+	})
+	cancel, done := start(t, cfg)
+	probe(t, cfg, "/healthz")
+	cancel()
+	if err := wait(t, done, 10*time.Second); err != nil {
+		t.Errorf("Run() = %v after cancel, want nil", err)
+	}
+	if got := holder(lease(t, cfg)); got != "other-replica" {
+		t.Errorf("lease holder = %q, want other-replica left alone", got)
+	}
+}

@@ -1,0 +1,73 @@
+// Package app assembles the `tidal` command from the components' commands.
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/cli/globalflag"
+	"k8s.io/component-base/logs"
+
+	adapterapp "github.com/tidal-autoscaler/tidal/adapter/app"
+	autoscalerapp "github.com/tidal-autoscaler/tidal/autoscaler/app"
+	"github.com/tidal-autoscaler/tidal/internal/cmdutil"
+	rulesapp "github.com/tidal-autoscaler/tidal/rules/app"
+)
+
+// NewCommand returns the root `tidal` command. Long-running subcommands stop
+// when ctx is cancelled.
+func NewCommand(ctx context.Context) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tidal",
+		Short: "Kubernetes autoscaling from Prometheus metrics",
+		Long: `tidal autoscales Kubernetes workloads on Prometheus metrics. One binary runs
+each component: the metrics adapter (an aggregated API server), the
+autoscaler controller, and the rule file tooling.`,
+		Args: cobra.NoArgs,
+		// Without a subcommand there is nothing to run: show the help.
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(
+		adapterapp.NewCommand(ctx),
+		autoscalerapp.NewCommand(ctx),
+		rulesapp.NewCommand(),
+		newVersionCommand(),
+	)
+
+	// The root's own flags; the components print their own sections. The
+	// klog flags (-v, --vmodule) are persistent: they serve the
+	// subcommands without a LoggingConfiguration (rules, version), and the
+	// components' own logging flags take precedence over them.
+	var nfs cliflag.NamedFlagSets
+	globalflag.AddGlobalFlags(nfs.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
+	logs.AddFlags(nfs.FlagSet("logs"))
+	cmd.Flags().AddFlagSet(nfs.FlagSet("global"))
+	cmd.PersistentFlags().AddFlagSet(nfs.FlagSet("logs"))
+	cols := cmdutil.TerminalWidth(cmd.OutOrStdout())
+	cmd.SetUsageFunc(func(c *cobra.Command) error {
+		printRootUsage(c, nfs, cols)
+		return nil
+	})
+	cmd.SetHelpFunc(func(c *cobra.Command, _ []string) {
+		fmt.Fprintf(c.OutOrStdout(), "%s\n\n", c.Long)
+		printRootUsage(c, nfs, cols)
+	})
+	return cmd
+}
+
+// printRootUsage prints the usage line, the subcommands and the flag
+// sections, in the style of cliflag.SetUsageAndHelpFunc (which does not
+// list subcommands).
+func printRootUsage(cmd *cobra.Command, nfs cliflag.NamedFlagSets, cols int) {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "Usage:\n  %s [command]\n\nAvailable Commands:\n", cmd.CommandPath())
+	for _, sub := range cmd.Commands() {
+		if sub.IsAvailableCommand() {
+			fmt.Fprintf(out, "  %-*s %s\n", cmd.NamePadding(), sub.Name(), sub.Short)
+		}
+	}
+	cliflag.PrintSections(out, nfs, cols)
+	fmt.Fprintf(out, "\nUse \"%s [command] --help\" for more information about a command.\n", cmd.CommandPath())
+}

@@ -1,0 +1,325 @@
+package harness_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tidal-autoscaler/tidal/test/harness"
+)
+
+// TestSmoke starts every part of the harness and checks each does its job:
+// the apiserver serves, a Deployment gets Ready pods through the scheduler
+// and kwok, Prometheus returns rate() of the exporter's series, and an
+// APIService backed by `tidal adapter` on loopback becomes Available.
+func TestSmoke(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	tidal, err := harness.TidalBinary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	started := time.Now()
+	h := harness.StartT(t, harness.Full())
+	t.Logf("harness started in %s", time.Since(started).Round(time.Millisecond))
+
+	t.Run("apiserver serves the admin", func(t *testing.T) {
+		v, err := h.Client.Discovery().ServerVersion()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(v.GitVersion, "v1.") {
+			t.Fatalf("server version %q is not stamped; kubectl and helm would refuse it", v.GitVersion)
+		}
+	})
+
+	const ns = "smoke"
+	var podNames []string
+	t.Run("deployment gets ready pods through kwok", func(t *testing.T) {
+		if err := h.EnsureNamespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Client.AppsV1().Deployments(ns).Create(ctx, harness.Deployment(ns, "web", 3), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pods, err := h.WaitDeploymentReady(ctx, ns, "web", 60*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods {
+			if p.Spec.NodeName != h.NodeName {
+				t.Errorf("pod %s runs on %q, want the kwok node %q", p.Name, p.Spec.NodeName, h.NodeName)
+			}
+			podNames = append(podNames, p.Name)
+		}
+	})
+
+	t.Run("prometheus returns rate of the exporter's series", func(t *testing.T) {
+		if len(podNames) == 0 {
+			t.Skip("no pods: the deployment step failed")
+		}
+		want := map[string]float64{}
+		for i, name := range podNames {
+			cores := 0.1 * float64(i+1)
+			want[name] = cores
+			h.Exporter.SetPodCPU(ns, name, "app", cores)
+		}
+		client, err := promapi.NewClient(promapi.Config{Address: h.PrometheusURL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api := promv1.NewAPI(client)
+		query := fmt.Sprintf(`sum by (pod) (rate(%s{namespace=%q}[10s]))`, "container_cpu_usage_seconds_total", ns)
+		err = harness.WaitReady(ctx, nil, "rate() of the exporter's CPU series", 60*time.Second, func(ctx context.Context) error {
+			v, _, err := api.Query(ctx, query, time.Now())
+			if err != nil {
+				return err
+			}
+			vec, ok := v.(model.Vector)
+			if !ok || len(vec) != len(want) {
+				return fmt.Errorf("got %v, want %d series", v, len(want))
+			}
+			for _, s := range vec {
+				pod := string(s.Metric["pod"])
+				// The exporter's counters grow at exactly the set rate; a
+				// 1 s scrape over a 10 s window leaves only timing jitter.
+				if got := float64(s.Value); math.Abs(got-want[pod]) > 0.05*want[pod] {
+					return fmt.Errorf("pod %s: rate %v, want %v", pod, got, want[pod])
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("aggregated API on loopback becomes available", func(t *testing.T) {
+		runAdapter(ctx, t, h, tidal)
+	})
+}
+
+// runAdapter runs `tidal adapter` on loopback as its own service account,
+// registers v1beta1.custom.metrics.k8s.io for it and checks that the
+// aggregator marks it Available and proxies discovery for the HPA's identity.
+func runAdapter(ctx context.Context, t *testing.T, h *harness.Harness, tidal string) {
+	t.Helper()
+	const ns, svc = "tidal-system", "tidal-adapter"
+	if err := h.EnsureNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	adapterID := harness.ServiceAccountIdentity(ns, svc)
+	bindings := []struct {
+		role      rbacv1.RoleRef
+		namespace string
+	}{
+		{rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:auth-delegator"}, ""},
+		{rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "extension-apiserver-authentication-reader"}, "kube-system"},
+	}
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: svc, Namespace: ns}}
+	for _, b := range bindings {
+		meta := metav1.ObjectMeta{Name: "tidal-adapter-" + b.role.Name}
+		var err error
+		if b.namespace == "" {
+			_, err = h.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: meta, RoleRef: b.role, Subjects: subject}, metav1.CreateOptions{})
+		} else {
+			meta.Namespace = b.namespace
+			_, err = h.Client.RbacV1().RoleBindings(b.namespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: b.role, Subjects: subject}, metav1.CreateOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubeconfig, _, err := h.Kubeconfig(adapterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := h.ServingCertFor(ns, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile, err := serving.WriteFiles(h.Dir, "adapter-serving")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := h.StartProcess("tidal-adapter", tidal, []string{
+		"adapter",
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
+		"--tls-cert-file=" + certFile, "--tls-private-key-file=" + keyFile,
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--prometheus-url=" + h.PrometheusURL,
+	}, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.WaitReady(ctx, p, "tidal adapter", 60*time.Second, func(context.Context) error {
+		if !harness.PortOpen(port) {
+			return fmt.Errorf("port %d not open yet", port)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	srv := harness.AggregatedServer{Namespace: ns, Service: svc, Port: port, CABundle: h.CA.CertPEM}
+	if err := h.RegisterAPIService(ctx, srv, "custom.metrics.k8s.io", "v1beta1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.WaitAPIServiceAvailable(ctx, "v1beta1.custom.metrics.k8s.io", 60*time.Second); err != nil {
+		t.Fatalf("%v; adapter log %s ends with:\n%s", err, p.LogPath(), tail(p.LogPath()))
+	}
+	hpa, err := h.RestConfigFor(harness.HPAServiceAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hpaClient, err := kubernetes.NewForConfig(hpa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := hpaClient.Discovery().ServerResourcesForGroupVersion("custom.metrics.k8s.io/v1beta1")
+	if err != nil {
+		t.Fatalf("discovery of custom.metrics.k8s.io/v1beta1 through the aggregator as the HPA: %v", err)
+	}
+	if res.GroupVersion != "custom.metrics.k8s.io/v1beta1" {
+		t.Fatalf("group version %q", res.GroupVersion)
+	}
+}
+
+func tail(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if len(data) > 4096 {
+		data = data[len(data)-4096:]
+	}
+	return string(data)
+}
+
+// leftovers is what a child test reports about the harness it started.
+type leftovers struct {
+	PIDs  map[string]int
+	Ports []int
+	Dir   string
+}
+
+// TestNothingLeftBehind runs a test that fails, and one that is killed, each
+// in a child process with a harness started, and checks that no server
+// process and no listening port survives either.
+func TestNothingLeftBehind(t *testing.T) {
+	tests := []struct {
+		name string
+		mode string
+		// kill: SIGKILL the child once its harness is up instead of letting it fail.
+		kill bool
+	}{
+		{name: "test fails", mode: "fail"},
+		{name: "test process killed", mode: "hang", kill: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			report := filepath.Join(t.TempDir(), "report.json")
+			cmd := exec.Command(os.Args[0], "-test.run=^TestChildWithHarness$", "-test.count=1", "-test.v")
+			cmd.Env = append(os.Environ(), "TIDAL_HARNESS_CHILD="+tt.mode, "TIDAL_HARNESS_REPORT="+report)
+			out := &strings.Builder{}
+			cmd.Stdout, cmd.Stderr = out, out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if tt.kill {
+				if err := harness.WaitReady(context.Background(), nil, "child harness", 3*time.Minute, func(context.Context) error {
+					_, err := os.Stat(report)
+					return err
+				}); err != nil {
+					_ = cmd.Process.Kill()
+					t.Fatalf("%v\n%s", err, out)
+				}
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+			}
+			err := cmd.Wait()
+			if err == nil {
+				t.Fatalf("child test passed; it was meant to fail or be killed:\n%s", out)
+			}
+			data, rerr := os.ReadFile(report)
+			if rerr != nil {
+				t.Fatalf("child wrote no report (%v):\n%s", rerr, out)
+			}
+			var got leftovers
+			if err := json.Unmarshal(data, &got); err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(got.Dir)
+			if len(got.PIDs) < 3 {
+				t.Fatalf("child reported %d processes, want the whole harness: %v", len(got.PIDs), got.PIDs)
+			}
+			// Pdeathsig delivers SIGKILL as the child dies; give the kernel a moment.
+			err = harness.WaitReady(context.Background(), nil, "servers gone", 20*time.Second, func(context.Context) error {
+				var alive []string
+				for name, pid := range got.PIDs {
+					if harness.ProcessAlive(pid) {
+						alive = append(alive, fmt.Sprintf("%s (pid %d)", name, pid))
+					}
+				}
+				for _, port := range got.Ports {
+					if harness.PortOpen(port) {
+						alive = append(alive, fmt.Sprintf("port %d", port))
+					}
+				}
+				if len(alive) > 0 {
+					return fmt.Errorf("still alive: %s", strings.Join(alive, ", "))
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestChildWithHarness is the child of TestNothingLeftBehind; it does
+// nothing unless that test started it.
+func TestChildWithHarness(t *testing.T) {
+	mode := os.Getenv("TIDAL_HARNESS_CHILD")
+	if mode == "" {
+		t.Skip("runs only as the child of TestNothingLeftBehind")
+	}
+	opts := harness.Options{Kwok: true, Prometheus: true, ControllerManager: true, KeepDir: true}
+	h := harness.StartT(t, opts)
+	data, err := json.Marshal(leftovers{PIDs: h.PIDs(), Ports: h.Ports(), Dir: h.Dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := os.Getenv("TIDAL_HARNESS_REPORT") + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, os.Getenv("TIDAL_HARNESS_REPORT")); err != nil {
+		t.Fatal(err)
+	}
+	if mode == "hang" {
+		time.Sleep(5 * time.Minute) // the parent kills this process
+	}
+	t.Fatal("failing on purpose: the parent checks that the harness is gone")
+}
