@@ -1,15 +1,22 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	componentbaseconfig "k8s.io/component-base/config"
 
+	"github.com/tidal-autoscaler/tidal/autoscaler/controller"
+	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
 	"github.com/tidal-autoscaler/tidal/internal/kubeconfig"
 )
 
@@ -31,10 +38,25 @@ type Config struct {
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 	// Identity names this replica in the Lease.
 	Identity string
+	// leading is true while lead runs, for /readyz.
+	leading atomic.Bool
 
 	// HealthListener is already bound, so a port 0 address is resolved by
-	// the time Config returns. Run closes it.
+	// the time Config returns. Run closes it. It also serves /metrics.
 	HealthListener net.Listener
+
+	// Reconciler is what the leader runs; building it contacted nothing.
+	Reconciler Reconciler
+	// Registry holds the controller's and the process's metrics.
+	Registry *prometheus.Registry
+}
+
+// Reconciler is the controller with its informers and clients.
+type Reconciler interface {
+	// Run reconciles until ctx is done and returns once stopped.
+	Run(ctx context.Context) error
+	// HasSynced reports whether its caches have synced.
+	HasSynced() bool
 }
 
 // Config builds the autoscaler's configuration. Call Validate first:
@@ -63,6 +85,18 @@ func (o *Options) Config() (*Config, error) {
 		return nil, fmt.Errorf("reading the hostname for the leader election identity: %w", err)
 	}
 
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	rec, err := controller.NewRunner(controller.ClusterConfig{
+		REST: kube, Client: client, Mode: controller.Mode(o.Mode),
+		Decision:   o.HPA.decisionConfig(),
+		SyncPeriod: o.HPA.SyncPeriod, Workers: int(o.HPA.ConcurrentSyncs),
+		Registerer: reg,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the controller: %w", err)
+	}
+
 	ln, err := net.Listen("tcp", o.HealthProbeBindAddress)
 	if err != nil {
 		return nil, fmt.Errorf("--health-probe-bind-address %q: %w", o.HealthProbeBindAddress, err)
@@ -78,5 +112,22 @@ func (o *Options) Config() (*Config, error) {
 		// whose old lease has not expired) from sharing an identity.
 		Identity:       host + "_" + string(uuid.NewUUID()),
 		HealthListener: ln,
+		Reconciler:     rec,
+		Registry:       reg,
 	}, nil
+}
+
+// decisionConfig is the decision core's configuration from the flags, with
+// kube-controller-manager v1.37's feature gates (HPAScaleToZero and
+// PodLevelResources on).
+func (o *HPAControllerOptions) decisionConfig() decision.Config {
+	cfg := decision.DefaultConfig()
+	cfg.Tolerance = o.Tolerance
+	cfg.DownscaleStabilizationWindow = o.DownscaleStabilizationWindow
+	cfg.Calculator = replicas.Config{
+		CPUInitializationPeriod: o.CPUInitializationPeriod,
+		InitialReadinessDelay:   o.InitialReadinessDelay,
+		PodLevelResources:       true,
+	}
+	return cfg.WithDefaults()
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -34,7 +35,10 @@ func (c *Config) Run(ctx context.Context) error {
 	}
 	mux := http.NewServeMux()
 	healthz.InstallHandler(mux, healthChecks...)
-	healthz.InstallReadyzHandler(mux, healthz.PingHealthz)
+	healthz.InstallReadyzHandler(mux, healthz.PingHealthz, healthz.NamedCheck("controller", c.readyCheck))
+	if c.Registry != nil {
+		mux.Handle("/metrics", promhttp.HandlerFor(c.Registry, promhttp.HandlerOpts{}))
+	}
 	probes := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	probeErr := make(chan error, 1)
 	go func() { probeErr <- probes.Serve(c.HealthListener) }()
@@ -154,14 +158,21 @@ func (c *Config) runWithLeaderElection(ctx context.Context, checker *leaderelect
 	}
 }
 
-// lead runs what only the leader may run, until ctx is done.
-//
-// Reconciliation is not here yet: it arrives with the controller package,
-// which will be started from this function with c.Client, c.Mode and c.HPA.
-// Until then the leader holds its lease and does nothing else.
+// lead runs what only the leader may run, the controller, until ctx is
+// done.
 func (c *Config) lead(ctx context.Context) error {
-	klog.InfoS("Leading; no controller runs yet: reconciliation arrives with the controller package",
-		"identity", c.Identity, "mode", c.Mode)
-	<-ctx.Done()
+	klog.InfoS("Leading: starting the controller", "identity", c.Identity, "mode", c.Mode)
+	c.leading.Store(true)
+	defer c.leading.Store(false)
+	return c.Reconciler.Run(ctx)
+}
+
+// readyCheck is /readyz: a leader is ready once its caches have synced. A
+// replica waiting for the lease is ready too: it is a healthy standby, and
+// reporting it unready would stall rolling updates of the Deployment.
+func (c *Config) readyCheck(*http.Request) error {
+	if c.leading.Load() && !c.Reconciler.HasSynced() {
+		return errors.New("leading, but the controller's caches have not synced yet")
+	}
 	return nil
 }

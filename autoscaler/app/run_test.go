@@ -135,11 +135,50 @@ func waitForHolder(t *testing.T, cfg *Config, want string) {
 	}
 }
 
+// fakeReconciler stands for the controller: it runs until cancelled and
+// reports synced once told.
+type fakeReconciler struct {
+	synced atomic.Bool
+	ran    atomic.Bool
+}
+
+func (f *fakeReconciler) Run(ctx context.Context) error {
+	f.ran.Store(true)
+	<-ctx.Done()
+	return nil
+}
+
+func (f *fakeReconciler) HasSynced() bool { return f.synced.Load() }
+
+func status(t *testing.T, cfg *Config, path string) int {
+	t.Helper()
+	resp, err := http.Get("http://" + cfg.HealthListener.Addr().String() + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 func TestRunWithoutLeaderElection(t *testing.T) {
 	cfg := newConfig(t, "--leader-elect=false")
+	rec := &fakeReconciler{}
+	cfg.Reconciler = rec
 	cancel, done := start(t, cfg)
 	probe(t, cfg, "/healthz")
+	for deadline := time.Now().Add(10 * time.Second); !rec.ran.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the controller did not start")
+		}
+	}
+	if code := status(t, cfg, "/readyz"); code != http.StatusInternalServerError {
+		t.Errorf("/readyz before the caches synced = %d, want 500", code)
+	}
+	rec.synced.Store(true)
 	probe(t, cfg, "/readyz")
+	if code := status(t, cfg, "/metrics"); code != http.StatusOK {
+		t.Errorf("/metrics = %d", code)
+	}
 	cancel()
 	if err := wait(t, done, 10*time.Second); err != nil {
 		t.Errorf("Run() = %v after cancel, want nil", err)
@@ -156,6 +195,11 @@ func TestRunLeadsAndReleasesTheLease(t *testing.T) {
 
 	waitForHolder(t, cfg, cfg.Identity)
 	probe(t, cfg, "/healthz")
+	// The real controller runs against an unreachable API server: its
+	// caches never sync, and it must still stop cleanly.
+	if code := status(t, cfg, "/readyz"); code != http.StatusInternalServerError {
+		t.Errorf("/readyz of a leader whose caches have not synced = %d, want 500", code)
+	}
 	cancel()
 	if err := wait(t, done, 10*time.Second); err != nil {
 		t.Errorf("Run() = %v after cancel, want nil", err)
@@ -213,6 +257,7 @@ func TestRunCancelledWhileWaitingToLead(t *testing.T) {
 	})
 	cancel, done := start(t, cfg)
 	probe(t, cfg, "/healthz")
+	probe(t, cfg, "/readyz") // a standby is ready
 	cancel()
 	if err := wait(t, done, 10*time.Second); err != nil {
 		t.Errorf("Run() = %v after cancel, want nil", err)

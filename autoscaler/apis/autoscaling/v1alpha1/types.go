@@ -1,0 +1,137 @@
+package v1alpha1
+
+import (
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// HorizontalAutoscaler scales a workload through its /scale subresource
+// exactly as an autoscaling/v2 HorizontalPodAutoscaler with the same spec
+// would be scaled by kube-controller-manager.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ha,categories=all;tidal
+// +kubebuilder:printcolumn:name="Reference",type=string,JSONPath=`.status.tidal.reference`,description="The scale target, as Kind/Name"
+// +kubebuilder:printcolumn:name="Targets",type=string,JSONPath=`.status.tidal.targets`,description="Current and target value of the first metrics, as kubectl get hpa prints them"
+// +kubebuilder:printcolumn:name="MinPods",type=integer,JSONPath=`.spec.minReplicas`
+// +kubebuilder:printcolumn:name="MaxPods",type=integer,JSONPath=`.spec.maxReplicas`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.currentReplicas`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type HorizontalAutoscaler struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is an autoscaling/v2 HorizontalPodAutoscaler spec, field for
+	// field. The schema adds the apiserver's HPA validation (see
+	// hack/crd-schema).
+	//
+	// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",message="maxReplicas must be greater than or equal to minReplicas",fieldPath=".maxReplicas"
+	Spec autoscalingv2.HorizontalPodAutoscalerSpec `json:"spec"`
+
+	// Status is an autoscaling/v2 HorizontalPodAutoscaler status, plus
+	// tidal's explanation of its last decision.
+	//
+	// +optional
+	Status HorizontalAutoscalerStatus `json:"status,omitempty"`
+}
+
+// HorizontalAutoscalerStatus is the autoscaling/v2 status, inlined so its
+// JSON is field for field an HPA's, plus the optional status.tidal block.
+type HorizontalAutoscalerStatus struct {
+	autoscalingv2.HorizontalPodAutoscalerStatus `json:",inline"`
+
+	// Tidal is what tidal adds: the printed columns and why the last
+	// decision was made. It holds only values derived from the inputs of a
+	// reconcile (no timestamps), so an unchanged situation does not rewrite
+	// the status.
+	//
+	// +optional
+	Tidal *TidalStatus `json:"tidal,omitempty"`
+}
+
+// TidalStatus is tidal's addition to the HPA status.
+type TidalStatus struct {
+	// Reference is the scale target as kubectl get hpa prints it:
+	// "<kind>/<name>".
+	// +optional
+	Reference string `json:"reference,omitempty"`
+	// Targets are the current and target values of the metrics as kubectl
+	// get hpa prints them, e.g. "cpu: 50%/30%".
+	// +optional
+	Targets string `json:"targets,omitempty"`
+	// Decision explains the last reconcile that computed metrics. It is
+	// absent when the last reconcile did not get that far (for example the
+	// scale could not be read, or the replica count was outside
+	// [minReplicas, maxReplicas] and was clamped without metrics).
+	// +optional
+	Decision *Decision `json:"decision,omitempty"`
+}
+
+// Decision is why the autoscaler chose its desired replica count.
+type Decision struct {
+	// CurrentReplicas is the scale's spec.replicas when deciding.
+	CurrentReplicas int32 `json:"currentReplicas"`
+	// Proposals has one entry per spec.metrics entry, in spec order.
+	// +optional
+	// +listType=atomic
+	Proposals []MetricProposal `json:"proposals,omitempty"`
+	// Winner names the metric whose proposal was chosen (the largest valid
+	// proposal), as upstream names metrics in events, e.g. "cpu resource
+	// utilization (percentage of request)". Empty when no metric was valid.
+	// +optional
+	Winner string `json:"winner,omitempty"`
+	// ProposedReplicas is the winning proposal, before stabilization and
+	// rate limits; -1 when the metrics could not be computed.
+	ProposedReplicas int32 `json:"proposedReplicas"`
+	// StabilizedReplicas is the proposal after the stabilization window.
+	// +optional
+	StabilizedReplicas *int32 `json:"stabilizedReplicas,omitempty"`
+	// DesiredReplicas is the final decision, after rate limits and the
+	// [minReplicas, maxReplicas] range.
+	DesiredReplicas int32 `json:"desiredReplicas"`
+	// Adjustments are the steps that changed the proposal, in order
+	// (stabilization, then limits), each with the reason of the condition
+	// it set. Empty when the proposal was used unchanged.
+	// +optional
+	// +listType=atomic
+	Adjustments []Adjustment `json:"adjustments,omitempty"`
+}
+
+// MetricProposal is what one metric proposed.
+type MetricProposal struct {
+	// Name is the metric as upstream names it in events and conditions.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Replicas is the metric's proposal; absent when the metric failed.
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Error is why the metric failed; absent when it produced a proposal.
+	// +optional
+	Error string `json:"error,omitempty"`
+}
+
+// Adjustment is one step that changed the replica proposal.
+type Adjustment struct {
+	// Reason is the condition reason of the step, e.g. ScaleDownStabilized,
+	// ScaleUpLimit or TooManyReplicas.
+	Reason string `json:"reason"`
+	// From is the replica count before the step.
+	From int32 `json:"from"`
+	// To is the replica count after the step.
+	To int32 `json:"to"`
+	// Message is the condition message of the step.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// HorizontalAutoscalerList is a list of HorizontalAutoscalers.
+//
+// +kubebuilder:object:root=true
+type HorizontalAutoscalerList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []HorizontalAutoscaler `json:"items"`
+}

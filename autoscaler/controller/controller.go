@@ -1,0 +1,220 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/scale"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+)
+
+// Options are what New needs. Everything but Clock and Monitor is
+// required.
+type Options struct {
+	// Source is the kind of object to reconcile (CRDSource or
+	// NativeSource).
+	Source Source
+	// Pods is the pod informer of the autoscalers' namespaces.
+	Pods coreinformers.PodInformer
+	// Scales reads and writes /scale subresources; Mapper maps a target's
+	// group and kind to resources. A Mapper with a Reset method (client-go's
+	// DeferredDiscoveryRESTMapper) is reset when a kind is not found.
+	Scales scale.ScalesGetter
+	Mapper meta.RESTMapper
+	// Metrics reads the metrics APIs.
+	Metrics MetricsClient
+	// Recorder records events on the autoscalers.
+	Recorder record.EventRecorder
+	// Decision is the kube-controller-manager tuning (flags and gates).
+	Decision decision.Config
+	// SyncPeriod is how often every autoscaler is reconciled
+	// (--horizontal-pod-autoscaler-sync-period).
+	SyncPeriod time.Duration
+	// Monitor records the controller's metrics; nil: an unregistered one.
+	Monitor *Monitor
+	// Clock is the time source; nil: the real clock.
+	Clock clock.PassiveClock
+}
+
+// Controller reconciles autoscalers: informer events enqueue keys, workers
+// reconcile them, and every key is re-queued one sync period after each
+// reconcile, so the rate limiter of the queue is the resync timer.
+type Controller struct {
+	r      *reconciler
+	queue  workqueue.TypedRateLimitingInterface[string]
+	synced []cache.InformerSynced
+	ready  atomic.Bool
+}
+
+// New creates a controller and registers its event handlers. Start the
+// informers of Source and Pods, then Run.
+func New(o Options) (*Controller, error) {
+	var errs []error
+	if o.Source == nil || o.Pods == nil || o.Scales == nil || o.Mapper == nil || o.Metrics == nil || o.Recorder == nil {
+		errs = append(errs, errors.New("controller options need Source, Pods, Scales, Mapper, Metrics and Recorder"))
+	}
+	if o.SyncPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("sync period must be positive, got %s", o.SyncPeriod))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if o.Monitor == nil {
+		o.Monitor, _ = NewMonitor(nil)
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	c := &Controller{
+		r: &reconciler{
+			source: o.Source, pods: o.Pods.Lister(), scales: &scaler{scales: o.Scales, mapper: o.Mapper},
+			metrics: o.Metrics, recorder: o.Recorder, monitor: o.Monitor, cfg: o.Decision.WithDefaults(),
+			clock: o.Clock, history: newHistoryStore(), selectors: newSelectorTracker(),
+		},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			newFixedIntervalRateLimiter(o.SyncPeriod),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "tidal-autoscaler"},
+		),
+	}
+	_, err := o.Source.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.add,
+		UpdateFunc: c.update,
+		DeleteFunc: c.delete,
+	}, o.SyncPeriod)
+	if err != nil {
+		return nil, fmt.Errorf("adding the %s event handlers: %w", o.Source.Kind(), err)
+	}
+	c.synced = []cache.InformerSynced{o.Source.Informer().HasSynced, o.Pods.Informer().HasSynced}
+	return c, nil
+}
+
+// HasSynced reports whether the caches have synced and workers run.
+func (c *Controller) HasSynced() bool { return c.ready.Load() }
+
+// Run waits for the caches, then runs workers until ctx is done, and
+// returns once they have stopped.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting the autoscaler controller", "kind", c.r.source.Kind(), "workers", workers)
+
+	var wg sync.WaitGroup
+	defer func() {
+		c.queue.ShutDown()
+		wg.Wait()
+		c.ready.Store(false)
+		logger.Info("Stopped the autoscaler controller", "kind", c.r.source.Kind())
+	}()
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+		return
+	}
+	c.ready.Store(true)
+	for range workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+	}
+	<-ctx.Done()
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	deleted, err := c.r.reconcileKey(ctx, key)
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Reconciling an autoscaler failed", "key", key)
+	}
+	// Always come back after one sync period, errors included; an item
+	// already waiting makes this a no-op, so each key is reconciled once
+	// per period.
+	if !deleted {
+		c.queue.AddRateLimited(key)
+	}
+	return true
+}
+
+func keyOf(obj any) (string, bool) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("couldn't get key for object %+v: %w", obj, err))
+		return "", false
+	}
+	return key, true
+}
+
+// add queues a new object at once and registers it for selector overlap
+// detection.
+func (c *Controller) add(obj any) {
+	key, ok := keyOf(obj)
+	if !ok {
+		return
+	}
+	ns, _, _ := cache.SplitMetaNamespaceKey(key)
+	if c.r.selectors.putIfAbsent(ns, key, labels.Nothing()) {
+		c.r.monitor.autoscalerAdded()
+	}
+	c.queue.Add(key)
+}
+
+// update queues at once on a spec change (metadata.generation bumped);
+// other updates, including the controller's own status writes and
+// resyncs, wait for the period.
+func (c *Controller) update(oldObj, newObj any) {
+	oldMeta, err1 := meta.Accessor(oldObj)
+	newMeta, err2 := meta.Accessor(newObj)
+	if err1 == nil && err2 == nil && oldMeta.GetGeneration() != newMeta.GetGeneration() {
+		c.add(newObj)
+		return
+	}
+	if key, ok := keyOf(newObj); ok {
+		c.queue.AddRateLimited(key)
+	}
+}
+
+// delete forgets the object.
+func (c *Controller) delete(obj any) {
+	key, ok := keyOf(obj)
+	if !ok {
+		return
+	}
+	c.queue.Forget(key)
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	if c.r.selectors.delete(ns, key) {
+		c.r.monitor.autoscalerDeleted()
+	}
+	c.r.history.forget(key)
+	c.r.monitor.forget(ns, name)
+}
+
+// fixedIntervalRateLimiter delays every item by the same interval: with
+// it, AddRateLimited schedules the next periodic reconcile.
+type fixedIntervalRateLimiter struct{ interval time.Duration }
+
+func newFixedIntervalRateLimiter(interval time.Duration) workqueue.TypedRateLimiter[string] {
+	return fixedIntervalRateLimiter{interval: interval}
+}
+
+func (r fixedIntervalRateLimiter) When(string) time.Duration { return r.interval }
+func (r fixedIntervalRateLimiter) NumRequeues(string) int    { return 1 }
+func (r fixedIntervalRateLimiter) Forget(string)             {}

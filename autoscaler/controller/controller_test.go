@@ -1,0 +1,180 @@
+package controller
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	scalefake "k8s.io/client-go/scale/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+)
+
+// TestRunReconcilesNativeHPAs drives the whole controller: informers, the
+// queue, a worker, the scale update and the status write.
+func TestRunReconcilesNativeHPAs(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	w := world{scale: newScale(3, 3, "app=web"), pods: pods(2000, 2000, 2000), podMetrics: milliByPod(600, 1000, 1400)}
+	hpa := newHPA("web", ptr.To[int32](1), 10, cpuUtilization(30))
+	objs := []runtime.Object{hpa}
+	for _, p := range w.pods {
+		objs = append(objs, p)
+	}
+	kube := fake.NewClientset(objs...)
+	factory := informers.NewSharedInformerFactory(kube, 0)
+
+	var scaled atomic.Int32
+	scales := &scalefake.FakeScaleClient{}
+	scales.AddReactor("get", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		sc := w.scale.DeepCopy()
+		if n := scaled.Load(); n != 0 {
+			sc.Spec.Replicas = n
+		}
+		return true, sc, nil
+	})
+	scales.AddReactor("update", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sc := a.(k8stesting.UpdateAction).GetObject().(*autoscalingv1.Scale)
+		scaled.Store(sc.Spec.Replicas)
+		return true, sc, nil
+	})
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{appsv1.SchemeGroupVersion})
+	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
+	reg := prometheus.NewRegistry()
+	monitor, err := NewMonitor(reg)
+	must(t, err)
+	ctrl, err := New(Options{
+		Source: NativeSource(factory, kube.AutoscalingV2()), Pods: factory.Core().V1().Pods(),
+		Scales: scales, Mapper: mapper,
+		Metrics:  NewRESTMetricsClient(resourceMetricsFake(w).MetricsV1beta1(), customMetricsFake(w), externalMetricsFake(w)),
+		Recorder: record.NewFakeRecorder(100), Decision: decision.DefaultConfig(), SyncPeriod: time.Hour, Monitor: monitor,
+	})
+	must(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	factory.Start(ctx.Done())
+	go func() {
+		defer close(done)
+		ctrl.Run(ctx, 2)
+	}()
+	defer func() {
+		cancel()
+		<-done
+		factory.Shutdown()
+	}()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "web", metav1.GetOptions{})
+		must(t, err)
+		if got.Status.DesiredReplicas == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status after 10s: %+v", got.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !ctrl.HasSynced() {
+		t.Error("HasSynced() = false while reconciling")
+	}
+	if n := scaled.Load(); n != 5 {
+		t.Errorf("scaled to %d, want 5", n)
+	}
+	if got := testutil.ToFloat64(monitor.reconciliations.WithLabelValues(actionScaleUp, errorNone)); got != 1 {
+		t.Errorf("reconciliations_total{scale_up,none} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(monitor.desiredReplicas.WithLabelValues(ns, "web")); got != 5 {
+		t.Errorf("desired_replicas = %v, want 5", got)
+	}
+	if got := testutil.ToFloat64(monitor.autoscalers); got != 1 {
+		t.Errorf("autoscalers = %v, want 1", got)
+	}
+	mfs, err := reg.Gather()
+	must(t, err)
+	names := map[string]bool{}
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+	}
+	for _, want := range []string{"tidal_autoscaler_reconciliations_total", "tidal_autoscaler_reconciliation_duration_seconds",
+		"tidal_autoscaler_metric_computation_total", "tidal_autoscaler_metric_computation_duration_seconds",
+		"tidal_autoscaler_autoscalers", "tidal_autoscaler_desired_replicas"} {
+		if !names[want] {
+			t.Errorf("metric %s not registered; have %v", want, names)
+		}
+	}
+}
+
+func TestQueueing(t *testing.T) {
+	tests := []struct {
+		name string
+		// act delivers events to the controller.
+		act func(c *Controller)
+		// wantNow is how many keys are ready at once (the others wait for
+		// the sync period).
+		wantNow int
+	}{{
+		name:    "add queues at once",
+		act:     func(c *Controller) { c.add(newHPA("a", nil, 3)) },
+		wantNow: 1,
+	}, {
+		name: "spec change queues at once",
+		act: func(c *Controller) {
+			old, cur := newHPA("a", nil, 3), newHPA("a", nil, 4)
+			cur.Generation = 2
+			c.update(old, cur)
+		},
+		wantNow: 1,
+	}, {
+		name: "status change waits for the period",
+		act:  func(c *Controller) { c.update(newHPA("a", nil, 3), newHPA("a", nil, 3)) },
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, ModeNative, world{})
+			c := f.ctrl
+			defer c.queue.ShutDown()
+			tt.act(c)
+			if got := c.queue.Len(); got != tt.wantNow {
+				t.Errorf("ready keys = %d, want %d", got, tt.wantNow)
+			}
+		})
+	}
+}
+
+func TestDeleteForgetsTheObject(t *testing.T) {
+	f := newFixture(t, ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000), podMetrics: milliByPod(500)},
+		newHPA("web", nil, 10, cpuUtilization(50)))
+	_ = f.reconcile("web")
+	if f.ctrl.r.history.len() != 1 {
+		t.Fatalf("history entries = %d, want 1", f.ctrl.r.history.len())
+	}
+	f.ctrl.delete(newHPA("web", nil, 10))
+	if n := f.ctrl.r.history.len(); n != 0 {
+		t.Errorf("history entries after delete = %d, want 0", n)
+	}
+	if got := f.ctrl.r.selectors.matching(ns, pods(1000), 0); len(got) != 0 {
+		t.Errorf("selectors still match %v", got)
+	}
+	must(t, f.source.Informer().GetIndexer().Delete(newHPA("web", nil, 10)))
+	deleted, err := f.ctrl.r.reconcileKey(context.Background(), ns+"/web")
+	if !deleted || err != nil {
+		t.Errorf("reconcile of a deleted object = %v, %v; want deleted", deleted, err)
+	}
+}

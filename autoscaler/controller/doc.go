@@ -1,0 +1,14 @@
+// Package controller is the tidal autoscaler's reconciler: it decides and
+// acts exactly as kube-controller-manager's HorizontalPodAutoscaler
+// controller does, over either tidal's HorizontalAutoscaler resources or
+// autoscaling/v2 HorizontalPodAutoscalers (native mode).
+//
+// The split follows upstream's: Controller (queue, workers, informers) ->
+// reconciler (scale subresource, status, conditions, events) -> metric
+// computation (package replicas arithmetic over a pod lister and a
+// MetricsClient) -> package decision (branching, combination,
+// normalization). Monitor is the controller's own Prometheus metrics.
+//
+// Both modes share the reconciler through Source (list, get and write the
+// objects of one kind) and Object (spec and status of one object).
+package controller

@@ -1,0 +1,99 @@
+package controller
+
+import (
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Label values, as upstream's HPA controller monitor uses them.
+const (
+	actionScaleUp   = "scale_up"
+	actionScaleDown = "scale_down"
+	actionNone      = "none"
+
+	errorSpec     = "spec"
+	errorInternal = "internal"
+	errorNone     = "none"
+)
+
+// Monitor is the controller's own metrics, the equivalent of upstream's
+// horizontal_pod_autoscaler_controller_* metrics under
+// tidal_autoscaler_*.
+type Monitor struct {
+	reconciliations           *prometheus.CounterVec
+	reconciliationDuration    *prometheus.HistogramVec
+	metricComputations        *prometheus.CounterVec
+	metricComputationDuration *prometheus.HistogramVec
+	autoscalers               prometheus.Gauge
+	desiredReplicas           *prometheus.GaugeVec
+}
+
+// NewMonitor creates the metrics and registers them with reg (nil: not
+// registered, e.g. in tests that do not look at them).
+func NewMonitor(reg prometheus.Registerer) (*Monitor, error) {
+	const ns, sub = "tidal", "autoscaler"
+	buckets := prometheus.ExponentialBuckets(0.001, 2, 15)
+	m := &Monitor{
+		reconciliations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "reconciliations_total",
+			Help: "Number of reconciliations. action is scale_up, scale_down or none; error is spec, internal or none (the first error of the reconciliation).",
+		}, []string{"action", "error"}),
+		reconciliationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "reconciliation_duration_seconds",
+			Help:    "Time one reconciliation takes, by action and error as in reconciliations_total.",
+			Buckets: buckets,
+		}, []string{"action", "error"}),
+		metricComputations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "metric_computation_total",
+			Help: "Number of metric computations, by action, error and metric_type (spec.metrics[*].type).",
+		}, []string{"action", "error", "metric_type"}),
+		metricComputationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "metric_computation_duration_seconds",
+			Help:    "Time one metric computation takes, by action, error and metric_type.",
+			Buckets: buckets,
+		}, []string{"action", "error", "metric_type"}),
+		autoscalers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "autoscalers",
+			Help: "Number of autoscaler objects the controller knows.",
+		}),
+		desiredReplicas: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "desired_replicas",
+			Help: "Desired replica count of each autoscaler.",
+		}, []string{"namespace", "hpa_name"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.reconciliations, m.reconciliationDuration, m.metricComputations,
+		m.metricComputationDuration, m.autoscalers, m.desiredReplicas} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *Monitor) observeReconciliation(action, errLabel string, d time.Duration) {
+	m.reconciliations.WithLabelValues(action, errLabel).Inc()
+	m.reconciliationDuration.WithLabelValues(action, errLabel).Observe(d.Seconds())
+}
+
+func (m *Monitor) observeMetricComputation(action, errLabel string, d time.Duration, t autoscalingv2.MetricSourceType) {
+	m.metricComputations.WithLabelValues(action, errLabel, string(t)).Inc()
+	m.metricComputationDuration.WithLabelValues(action, errLabel, string(t)).Observe(d.Seconds())
+}
+
+func (m *Monitor) autoscalerAdded()   { m.autoscalers.Inc() }
+func (m *Monitor) autoscalerDeleted() { m.autoscalers.Dec() }
+
+func (m *Monitor) observeDesiredReplicas(namespace, name string, n int32) {
+	m.desiredReplicas.WithLabelValues(namespace, name).Set(float64(n))
+}
+
+// forget drops the per-object series of a deleted autoscaler.
+func (m *Monitor) forget(namespace, name string) {
+	m.desiredReplicas.DeleteLabelValues(namespace, name)
+}

@@ -1,0 +1,272 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+)
+
+// errSpec marks errors caused by the autoscaler's spec (label error=spec);
+// wrap it with %w after the message, as upstream does.
+var errSpec = errors.New("")
+
+// defaultMetrics is what the apiserver's autoscaling/v2 defaulting puts in
+// an empty spec.metrics: 80% average cpu utilization. A CRD default cannot
+// express it for an explicit empty list, so the reconciler applies it.
+func defaultMetrics() []autoscalingv2.MetricSpec {
+	return []autoscalingv2.MetricSpec{{
+		Type: autoscalingv2.ResourceMetricSourceType,
+		Resource: &autoscalingv2.ResourceMetricSource{
+			Name:   corev1.ResourceCPU,
+			Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](80)},
+		},
+	}}
+}
+
+// reconciler reconciles one autoscaler at a time, as upstream's
+// reconcileAutoscaler does.
+type reconciler struct {
+	source    Source
+	pods      corelisters.PodLister
+	scales    *scaler
+	metrics   MetricsClient
+	recorder  record.EventRecorder
+	monitor   *Monitor
+	cfg       decision.Config
+	clock     clock.PassiveClock
+	history   *historyStore
+	selectors *selectorTracker
+}
+
+// reconcileKey reconciles the object named key; deleted is true when it is
+// gone (its history is then forgotten and it is not requeued).
+func (r *reconciler) reconcileKey(ctx context.Context, key string) (deleted bool, err error) {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return true, err
+	}
+	obj, err := r.source.Get(namespace, name)
+	if apierrors.IsNotFound(err) {
+		klog.FromContext(ctx).V(2).Info("Autoscaler has been deleted", "kind", r.source.Kind(), "autoscaler", klog.KRef(namespace, name))
+		r.history.forget(key)
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return false, r.reconcile(ctx, obj, key)
+}
+
+// step is the state of one reconcile.
+type step struct {
+	obj      Object
+	original Object
+	key      string
+	ref      string // Kind/namespace/name of the target, for errors
+	now      metav1.Time
+}
+
+func (r *reconciler) reconcile(ctx context.Context, obj Object, key string) (retErr error) {
+	action := actionNone
+	start := r.clock.Now()
+	defer func() {
+		label := errorNone
+		switch {
+		case errors.Is(retErr, errSpec):
+			label = errorSpec
+		case retErr != nil:
+			label = errorInternal
+		}
+		r.monitor.observeReconciliation(action, label, r.clock.Since(start))
+	}()
+
+	spec := obj.HPASpec()
+	s := &step{
+		obj: obj, original: obj.DeepCopy(), key: key, now: metav1.NewTime(start),
+		ref: fmt.Sprintf("%s/%s/%s", spec.ScaleTargetRef.Kind, obj.GetNamespace(), spec.ScaleTargetRef.Name),
+	}
+	if err := validateSpec(spec); err != nil {
+		r.recorder.Event(obj.Runtime(), corev1.EventTypeWarning, "InvalidSpec", err.Error())
+		setCondition(obj.HPAStatus(), invalidSpecCondition(err), s.now)
+		if werr := r.writeStatus(ctx, s, nil); werr != nil {
+			utilruntime.HandleError(werr)
+		}
+		return fmt.Errorf("invalid spec of %s %s: %v%w", r.source.Kind(), key, err, errSpec)
+	}
+	metrics := spec.Metrics
+	if len(metrics) == 0 {
+		metrics = defaultMetrics()
+	}
+
+	gv, err := schema.ParseGroupVersion(spec.ScaleTargetRef.APIVersion)
+	if err != nil {
+		r.failedGetScale(ctx, s, err)
+		return fmt.Errorf("invalid API version in scale target reference: %v%w", err, errSpec)
+	}
+	mappings, err := r.scales.mappings(schema.GroupKind{Group: gv.Group, Kind: spec.ScaleTargetRef.Kind})
+	if err != nil {
+		r.failedGetScale(ctx, s, err)
+		return fmt.Errorf("unable to determine resource for scale target reference: %w", err)
+	}
+	sc, gr, err := r.scales.get(ctx, obj.GetNamespace(), spec.ScaleTargetRef.Name, mappings)
+	if err != nil {
+		r.failedGetScale(ctx, s, err)
+		return fmt.Errorf("failed to query scale subresource for %s: %w", s.ref, err)
+	}
+	st := obj.HPAStatus()
+	setCondition(st, decision.SucceededGetScale(), s.now)
+	current := sc.Spec.Replicas
+
+	b := r.cfg.Behavior(spec.Behavior)
+	in := decision.Input{
+		Now: start, CurrentReplicas: current, MinReplicas: spec.MinReplicas, MaxReplicas: spec.MaxReplicas,
+		Behavior: b, ScaledToZero: scaledToZero(st), HasObjectOrExternalMetrics: decision.HasObjectOrExternalMetrics(metrics),
+	}
+	hist := r.history.get(key, obj.GetUID())
+	var mr *metricsResult
+	if r.cfg.NeedsMetrics(in) {
+		res := r.computeMetrics(ctx, obj, key, sc, metrics, r.cfg.Tolerances(b), start)
+		mr = &res
+	}
+	var combined *decision.Combined
+	if mr != nil {
+		combined = &mr.combined
+	}
+	d := r.cfg.Decide(in, combined, hist)
+	setConditions(st, d.Conditions, s.now)
+	if d.RemoveScaledToZero {
+		removeCondition(st, autoscalingv2.ScaledToZero)
+	}
+	var statuses []autoscalingv2.MetricStatus
+	if mr != nil {
+		statuses = mr.statuses
+	}
+
+	if d.MetricsFailed {
+		setStatus(obj, current, st.DesiredReplicas, statuses, nil)
+		if werr := r.writeStatus(ctx, s, explain(metrics, current, st.DesiredReplicas, mr, d)); werr != nil {
+			utilruntime.HandleError(werr)
+		}
+		r.recorder.Event(obj.Runtime(), corev1.EventTypeWarning, "FailedComputeMetricsReplicas", d.Err.Error())
+		return fmt.Errorf("failed to compute desired number of replicas based on listed metrics for %s: %w", s.ref, d.Err)
+	}
+	// Some metrics failed but scaling proceeds on the others: report it.
+	retErr = d.Err
+
+	desired := d.DesiredReplicas
+	var scaledAt *metav1.Time
+	if d.Rescale {
+		if err := r.scales.update(ctx, obj.GetNamespace(), gr, sc, desired); err != nil {
+			r.recorder.Event(obj.Runtime(), corev1.EventTypeWarning, "FailedRescale", decision.FailedRescaleMessage(desired, d.Reason, err))
+			setCondition(st, decision.RescaleFailed(err), s.now)
+			setStatus(obj, current, st.DesiredReplicas, statuses, nil)
+			if werr := r.writeStatus(ctx, s, explain(metrics, current, st.DesiredReplicas, mr, d)); werr != nil {
+				utilruntime.HandleError(werr)
+			}
+			return fmt.Errorf("failed to rescale %s: %w", s.ref, err)
+		}
+		conds, remove := r.cfg.Rescaled(in, desired, hist)
+		setConditions(st, conds, s.now)
+		if remove {
+			removeCondition(st, autoscalingv2.ScaledToZero)
+		}
+		r.recorder.Event(obj.Runtime(), corev1.EventTypeNormal, "SuccessfulRescale", decision.SuccessfulRescaleMessage(desired, d.Reason))
+		klog.FromContext(ctx).Info("Successfully rescaled", "kind", r.source.Kind(), "autoscaler", klog.KObj(obj),
+			"currentReplicas", current, "desiredReplicas", desired, "reason", d.Reason)
+		scaledAt = &s.now
+		action = actionScaleDown
+		if desired > current {
+			action = actionScaleUp
+		}
+	} else {
+		klog.FromContext(ctx).V(4).Info("Decided not to scale", "kind", r.source.Kind(), "autoscaler", klog.KObj(obj),
+			"scaleTarget", s.ref, "desiredReplicas", desired)
+	}
+
+	setStatus(obj, current, desired, statuses, scaledAt)
+	r.monitor.observeDesiredReplicas(obj.GetNamespace(), obj.GetName(), desired)
+	if err := r.writeStatus(ctx, s, explain(metrics, current, desired, mr, d)); err != nil {
+		return err
+	}
+	return retErr
+}
+
+// failedGetScale records a failure to find or read the target's scale.
+func (r *reconciler) failedGetScale(ctx context.Context, s *step, err error) {
+	r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "FailedGetScale", err.Error())
+	setCondition(s.obj.HPAStatus(), decision.FailedGetScale(err), s.now)
+	if werr := r.writeStatus(ctx, s, nil); werr != nil {
+		utilruntime.HandleError(werr)
+	}
+}
+
+// setStatus replaces the status as upstream's setStatus does, keeping
+// lastScaleTime (unless scaledAt is set) and the conditions.
+func setStatus(obj Object, current, desired int32, statuses []autoscalingv2.MetricStatus, scaledAt *metav1.Time) {
+	st := obj.HPAStatus()
+	last := st.LastScaleTime
+	if scaledAt != nil {
+		last = scaledAt.DeepCopy()
+	}
+	*st = autoscalingv2.HorizontalPodAutoscalerStatus{
+		ObservedGeneration: ptr.To(obj.GetGeneration()),
+		LastScaleTime:      last,
+		CurrentReplicas:    current,
+		DesiredReplicas:    desired,
+		CurrentMetrics:     statuses,
+		Conditions:         st.Conditions,
+	}
+}
+
+// writeStatus sets tidal's status block (for kinds that have one) and
+// writes the status when it differs from the one read at the start.
+func (r *reconciler) writeStatus(ctx context.Context, s *step, why *v1alpha1.Decision) error {
+	s.obj.SetTidalStatus(tidalStatus(s.obj, why))
+	if s.obj.StatusEqual(s.original) {
+		return nil
+	}
+	if err := r.source.UpdateStatus(ctx, s.obj); err != nil {
+		r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "FailedUpdateStatus", err.Error())
+		return fmt.Errorf("failed to update status for %s: %w", s.obj.GetName(), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Successfully updated status", "kind", r.source.Kind(), "autoscaler", klog.KObj(s.obj))
+	return nil
+}
+
+// validateSpec rejects what the apiserver's validation would have
+// rejected, for objects that bypassed it (e.g. a CRD installed without its
+// schema): such an object must not thrash its target.
+func validateSpec(spec *autoscalingv2.HorizontalPodAutoscalerSpec) error {
+	var errs []error
+	if spec.MaxReplicas < 1 {
+		errs = append(errs, fmt.Errorf("maxReplicas (%d) must be at least 1", spec.MaxReplicas))
+	}
+	if spec.MinReplicas != nil && *spec.MinReplicas < 0 {
+		errs = append(errs, fmt.Errorf("minReplicas (%d) must not be negative", *spec.MinReplicas))
+	}
+	if spec.MinReplicas != nil && *spec.MinReplicas > spec.MaxReplicas {
+		errs = append(errs, fmt.Errorf("maxReplicas (%d) must be greater than or equal to minReplicas (%d)", spec.MaxReplicas, *spec.MinReplicas))
+	}
+	return errors.Join(errs...)
+}
+
+func invalidSpecCondition(err error) decision.Condition {
+	return decision.Condition{Type: autoscalingv2.ScalingActive, Status: corev1.ConditionFalse, Reason: "InvalidSpec",
+		Message: fmt.Sprintf("the HPA spec is invalid: %v", err)}
+}

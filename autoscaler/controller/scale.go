@@ -1,0 +1,80 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/scale"
+	"k8s.io/client-go/util/retry"
+)
+
+// resettable is a RESTMapper whose cached discovery can be refreshed, such
+// as client-go's DeferredDiscoveryRESTMapper.
+type resettable interface{ Reset() }
+
+// scaler reads and writes the /scale subresource of any scale target.
+type scaler struct {
+	scales scale.ScalesGetter
+	mapper meta.RESTMapper
+}
+
+// mappings maps a group and kind to its resources. A kind unknown to the
+// cached discovery refreshes it once, so targets of a CRD installed after
+// start are found.
+func (s *scaler) mappings(gk schema.GroupKind) ([]*meta.RESTMapping, error) {
+	m, err := s.mapper.RESTMappings(gk)
+	if meta.IsNoMatchError(err) {
+		if r, ok := s.mapper.(resettable); ok {
+			r.Reset()
+			m, err = s.mapper.RESTMappings(gk)
+		}
+	}
+	return m, err
+}
+
+var errUnrecognizedResource = errors.New("unrecognized resource")
+
+// get returns the scale of the first mapping that has one; the error is
+// the first mapping's.
+func (s *scaler) get(ctx context.Context, namespace, name string, mappings []*meta.RESTMapping) (*autoscalingv1.Scale, schema.GroupResource, error) {
+	var firstErr error
+	for i, m := range mappings {
+		gr := m.Resource.GroupResource()
+		sc, err := s.scales.Scales(namespace).Get(ctx, gr, name, metav1.GetOptions{})
+		if err == nil {
+			return sc, gr, nil
+		}
+		if i == 0 {
+			firstErr = err
+		}
+	}
+	if firstErr == nil {
+		firstErr = errUnrecognizedResource
+	}
+	return nil, schema.GroupResource{}, firstErr
+}
+
+// update sets the scale's spec.replicas to replicas, retrying on conflicts
+// with a fresh read each time, as upstream does.
+func (s *scaler) update(ctx context.Context, namespace string, gr schema.GroupResource, sc *autoscalingv1.Scale, replicas int32) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sc.Spec.Replicas = replicas
+		_, err := s.scales.Scales(namespace).Update(ctx, gr, sc, metav1.UpdateOptions{FieldManager: fieldManager})
+		if err == nil {
+			return nil
+		}
+		latest, getErr := s.scales.Scales(namespace).Get(ctx, gr, sc.Name, metav1.GetOptions{})
+		if getErr == nil {
+			sc = latest
+		} else {
+			utilruntime.HandleError(fmt.Errorf("re-reading the scale of %s %s/%s after a failed update: %w", gr, namespace, sc.Name, getErr))
+		}
+		return err
+	})
+}

@@ -1,0 +1,185 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/scale"
+	"k8s.io/client-go/tools/record"
+	resourceclient "k8s.io/metrics/pkg/client/clientset/versioned"
+	customclient "k8s.io/metrics/pkg/client/custom_metrics"
+	externalclient "k8s.io/metrics/pkg/client/external_metrics"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+)
+
+// Mode selects the objects to reconcile.
+type Mode string
+
+const (
+	// ModeCRD reconciles HorizontalAutoscalers (autoscaling.tidal.dev).
+	ModeCRD Mode = "crd"
+	// ModeNative reconciles autoscaling/v2 HorizontalPodAutoscalers.
+	ModeNative Mode = "native"
+)
+
+// ClusterConfig is what a Runner needs to reconcile a real cluster.
+type ClusterConfig struct {
+	REST     *rest.Config
+	Client   kubernetes.Interface
+	Mode     Mode
+	Decision decision.Config
+	// SyncPeriod and Workers are --horizontal-pod-autoscaler-sync-period
+	// and --concurrent-horizontal-pod-autoscaler-syncs.
+	SyncPeriod time.Duration
+	Workers    int
+	// Registerer gets the controller's metrics; nil: not registered.
+	Registerer prometheus.Registerer
+}
+
+// Runner is a Controller with its informers, clients and event
+// broadcaster, built for a real cluster. Building it contacts nothing and
+// starts no goroutine: Run does.
+type Runner struct {
+	options    Options // without Recorder, set by Run
+	scheme     *runtime.Scheme
+	component  string
+	start      []func(<-chan struct{})
+	shutdown   []func()
+	invalidate customclient.AvailableAPIsGetter
+	workers    int
+	client     kubernetes.Interface
+	controller atomic.Pointer[Controller]
+}
+
+// NewRunner builds the clients as kube-controller-manager does for its HPA
+// controller: a deferred discovery RESTMapper, the scale client, and the
+// three metrics API clients.
+func NewRunner(c ClusterConfig) (*Runner, error) {
+	disco, err := discovery.NewDiscoveryClientForConfig(c.REST)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	cached := memory.NewMemCacheClient(disco)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
+	scales, err := scale.NewForConfig(c.REST, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(cached))
+	if err != nil {
+		return nil, fmt.Errorf("scale client: %w", err)
+	}
+	resourceMetrics, err := resourceclient.NewForConfig(c.REST)
+	if err != nil {
+		return nil, fmt.Errorf("resource metrics client: %w", err)
+	}
+	apiVersions := customclient.NewAvailableAPIsGetter(disco)
+	customMetrics := customclient.NewForConfig(c.REST, mapper, apiVersions)
+	externalMetrics, err := externalclient.NewForConfig(c.REST)
+	if err != nil {
+		return nil, fmt.Errorf("external metrics client: %w", err)
+	}
+
+	// The autoscalers' informer resyncs every sync period (a backstop to
+	// the queue's own periodic requeue, as upstream); pods never resync.
+	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithCustomResyncConfig(
+		map[metav1.Object]time.Duration{&autoscalingv2.HorizontalPodAutoscaler{}: c.SyncPeriod}))
+	r := &Runner{invalidate: apiVersions, workers: c.Workers, client: c.Client}
+	r.start = append(r.start, factory.Start)
+	r.shutdown = append(r.shutdown, factory.Shutdown)
+
+	var source Source
+	component := "tidal-autoscaler"
+	switch c.Mode {
+	case ModeNative:
+		source = NativeSource(factory, c.Client.AutoscalingV2())
+		component = "horizontal-pod-autoscaler"
+	case ModeCRD:
+		dyn, err := dynamic.NewForConfig(c.REST)
+		if err != nil {
+			return nil, fmt.Errorf("dynamic client: %w", err)
+		}
+		dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, c.SyncPeriod)
+		source = CRDSource(dynFactory, dyn)
+		r.start = append(r.start, dynFactory.Start)
+		r.shutdown = append(r.shutdown, dynFactory.Shutdown)
+	default:
+		return nil, fmt.Errorf("unknown mode %q", c.Mode)
+	}
+
+	monitor, err := NewMonitor(c.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("registering the controller metrics: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	r.scheme, r.component = scheme, component
+	r.options = Options{
+		Source: source, Pods: factory.Core().V1().Pods(),
+		Scales: scales, Mapper: mapper,
+		Metrics:  NewRESTMetricsClient(resourceMetrics.MetricsV1beta1(), customMetrics, externalMetrics),
+		Decision: c.Decision, SyncPeriod: c.SyncPeriod, Monitor: monitor,
+	}
+	if c.SyncPeriod <= 0 {
+		return nil, fmt.Errorf("sync period must be positive, got %s", c.SyncPeriod)
+	}
+	return r, nil
+}
+
+// HasSynced reports whether the controller runs with synced caches.
+func (r *Runner) HasSynced() bool {
+	c := r.controller.Load()
+	return c != nil && c.HasSynced()
+}
+
+// Run starts everything and reconciles until ctx is done; it returns after
+// every goroutine it started has stopped. Call it once.
+func (r *Runner) Run(ctx context.Context) error {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	defer broadcaster.Shutdown()
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: r.client.CoreV1().Events("")})
+	o := r.options
+	o.Recorder = broadcaster.NewRecorder(r.scheme, corev1.EventSource{Component: r.component})
+	ctrl, err := New(o)
+	if err != nil {
+		return err
+	}
+	r.controller.Store(ctrl)
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	// The custom metrics API version is rediscovered every sync period.
+	wg.Go(func() { customclient.PeriodicallyInvalidate(r.invalidate, r.options.SyncPeriod, ctx.Done()) })
+	for _, start := range r.start {
+		start(ctx.Done())
+	}
+	defer func() {
+		for _, shutdown := range r.shutdown {
+			shutdown()
+		}
+	}()
+	ctrl.Run(ctx, r.workers)
+	return nil
+}

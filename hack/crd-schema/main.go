@@ -1,0 +1,200 @@
+// Command crd-schema adds to the HorizontalAutoscaler CRD what controller-gen
+// cannot derive: the spec reuses the autoscaling/v2 Go types, whose
+// validation lives in the apiserver's code rather than in markers, so the
+// bounds, enums, defaults and rules the apiserver applies to a
+// HorizontalPodAutoscaler are added here, at their place in the schema.
+//
+// Usage: go run ./hack/crd-schema FILE (rewrites FILE in place).
+// hack/update-codegen.sh runs it after controller-gen.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// A patch merges fields into the schema node at path. Path elements are
+// property names; "[]" steps into a list's items.
+type patch struct {
+	path   string
+	fields map[string]any
+}
+
+func scalingRulesPatches(dir string, defaults map[string]any) []patch {
+	base := "spec.behavior." + dir
+	return []patch{
+		{base, map[string]any{"default": defaults}},
+		{base + ".stabilizationWindowSeconds", map[string]any{"minimum": 0, "maximum": 3600}},
+		{base + ".selectPolicy", map[string]any{"enum": []any{"Max", "Min", "Disabled"}}},
+		{base + ".policies", map[string]any{"minItems": 1}},
+		{base + ".policies.[].type", map[string]any{"enum": []any{"Pods", "Percent"}}},
+		{base + ".policies.[].value", map[string]any{"minimum": 1}},
+		{base + ".policies.[].periodSeconds", map[string]any{"minimum": 1, "maximum": 1800}},
+	}
+}
+
+func targetPatches(source string) []patch {
+	base := "spec.metrics.[]." + source + ".target"
+	return []patch{
+		{base + ".type", map[string]any{"enum": []any{"Utilization", "Value", "AverageValue"}}},
+		{base + ".averageUtilization", map[string]any{"minimum": 1}},
+	}
+}
+
+func patches() []patch {
+	ps := []patch{
+		// apiserver validation of autoscaling/v2 with the HPAScaleToZero gate
+		// on (beta, default on in v1.37): minReplicas >= 0, maxReplicas >= 1.
+		// Defaulting: minReplicas 1.
+		{"spec.minReplicas", map[string]any{"minimum": 0, "default": 1}},
+		{"spec.maxReplicas", map[string]any{"minimum": 1}},
+		// Defaulting: no metrics means 80% average cpu utilization. A CRD
+		// default applies only when the field is absent; the controller
+		// applies the same default to an explicit empty list.
+		{"spec.metrics", map[string]any{
+			"default": []any{map[string]any{
+				"type": "Resource",
+				"resource": map[string]any{
+					"name":   "cpu",
+					"target": map[string]any{"type": "Utilization", "averageUtilization": 80},
+				},
+			}},
+		}},
+		{"spec.metrics.[].type", map[string]any{"enum": []any{"Object", "Pods", "Resource", "ContainerResource", "External"}}},
+		{"spec.metrics.[]", map[string]any{"x-kubernetes-validations": []any{map[string]any{
+			"rule": "(self.type == 'Object') == has(self.object) && (self.type == 'Pods') == has(self.pods) && " +
+				"(self.type == 'Resource') == has(self.resource) && (self.type == 'ContainerResource') == has(self.containerResource) && " +
+				"(self.type == 'External') == has(self.external)",
+			"message": "must populate exactly the metric source that type names",
+		}}}},
+		{"spec.scaleTargetRef.kind", map[string]any{"minLength": 1}},
+		{"spec.scaleTargetRef.name", map[string]any{"minLength": 1}},
+		// Defaulting when behavior is set: each missing direction gets its
+		// default rules. scaleDown's window stays unset: the controller's
+		// --horizontal-pod-autoscaler-downscale-stabilization applies.
+		{"spec.behavior.scaleUp.selectPolicy", map[string]any{"default": "Max"}},
+		{"spec.behavior.scaleDown.selectPolicy", map[string]any{"default": "Max"}},
+		{"spec.behavior.scaleUp.stabilizationWindowSeconds", map[string]any{"default": 0}},
+		{"spec.behavior.scaleUp.policies", map[string]any{"default": []any{
+			map[string]any{"type": "Pods", "value": 4, "periodSeconds": 15},
+			map[string]any{"type": "Percent", "value": 100, "periodSeconds": 15},
+		}}},
+		{"spec.behavior.scaleDown.policies", map[string]any{"default": []any{
+			map[string]any{"type": "Percent", "value": 100, "periodSeconds": 15},
+		}}},
+	}
+	ps = append(ps, scalingRulesPatches("scaleUp", map[string]any{
+		"selectPolicy":               "Max",
+		"stabilizationWindowSeconds": 0,
+		"policies": []any{
+			map[string]any{"type": "Pods", "value": 4, "periodSeconds": 15},
+			map[string]any{"type": "Percent", "value": 100, "periodSeconds": 15},
+		},
+	})...)
+	ps = append(ps, scalingRulesPatches("scaleDown", map[string]any{
+		"selectPolicy": "Max",
+		"policies":     []any{map[string]any{"type": "Percent", "value": 100, "periodSeconds": 15}},
+	})...)
+	for _, src := range []string{"resource", "containerResource", "pods", "object", "external"} {
+		if src == "resource" || src == "containerResource" {
+			ps = append(ps, targetPatches(src)...)
+			continue
+		}
+		ps = append(ps, patch{"spec.metrics.[]." + src + ".target.type", map[string]any{"enum": []any{"Utilization", "Value", "AverageValue"}}})
+	}
+	// minReplicas 0 (scale to zero) needs an Object or External metric.
+	ps = append(ps, patch{"spec", map[string]any{"x-kubernetes-validations": []any{map[string]any{
+		"rule":      "!has(self.minReplicas) || self.minReplicas != 0 || (has(self.metrics) && self.metrics.exists(m, m.type == 'Object' || m.type == 'External'))",
+		"message":   "must specify at least one Object or External metric to support scaling to zero replicas",
+		"fieldPath": ".metrics",
+	}}}})
+	return ps
+}
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: crd-schema FILE")
+		os.Exit(2)
+	}
+	if err := run(os.Args[1]); err != nil {
+		fmt.Fprintf(os.Stderr, "crd-schema: %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+func run(file string) error {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	header := ""
+	if strings.HasPrefix(string(raw), "---\n") {
+		header = "---\n"
+	}
+	var crd map[string]any
+	if err := yaml.Unmarshal(raw, &crd); err != nil {
+		return err
+	}
+	versions, _ := dig(crd, "spec", "versions").([]any)
+	if len(versions) == 0 {
+		return fmt.Errorf("no spec.versions")
+	}
+	for _, v := range versions {
+		root, ok := dig(v, "schema", "openAPIV3Schema").(map[string]any)
+		if !ok {
+			return fmt.Errorf("a version has no schema.openAPIV3Schema")
+		}
+		for _, p := range patches() {
+			node, err := schemaAt(root, p.path)
+			if err != nil {
+				return err
+			}
+			for k, val := range p.fields {
+				if k == "x-kubernetes-validations" {
+					existing, _ := node[k].([]any)
+					val = append(existing, val.([]any)...)
+				}
+				node[k] = val
+			}
+		}
+	}
+	out, err := yaml.Marshal(crd)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, append([]byte(header), out...), 0o644)
+}
+
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// schemaAt finds the schema node of a dotted path such as
+// "spec.metrics.[].type".
+func schemaAt(root map[string]any, path string) (map[string]any, error) {
+	node := root
+	for _, el := range strings.Split(path, ".") {
+		var next any
+		if el == "[]" {
+			next = node["items"]
+		} else {
+			next = dig(node, "properties", el)
+		}
+		m, ok := next.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("schema path %q: no %q", path, el)
+		}
+		node = m
+	}
+	return node, nil
+}
