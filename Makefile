@@ -49,6 +49,10 @@ lint: ## gofmt, go vet and staticcheck.
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
+.PHONY: generate
+generate: ## Regenerate deepcopy code and the CRD from autoscaler/apis (controller-gen, pinned).
+	hack/update-codegen.sh
+
 .PHONY: sandbox
 sandbox: tools ## Start the local control plane and Prometheus; Ctrl-C stops it.
 	$(GO) run ./test/cmd/sandbox

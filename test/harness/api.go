@@ -106,7 +106,7 @@ func (h *Harness) WaitAPIServiceAvailable(ctx context.Context, name string, time
 				if c.Status == apiregistrationv1.ConditionTrue {
 					return nil
 				}
-				return fmt.Errorf("Available=%s: %s: %s", c.Status, c.Reason, c.Message)
+				return fmt.Errorf("condition Available=%s: %s: %s", c.Status, c.Reason, c.Message)
 			}
 		}
 		return fmt.Errorf("no Available condition yet")
