@@ -128,7 +128,7 @@ func (h *Harness) startAPIServer(ctx context.Context, etcdURL string) error {
 			return err
 		}
 		h.APIServerURL = "https://" + hostPort(port)
-		p, err := h.run("kube-apiserver", h.bin("kube-apiserver"), []string{
+		args := []string{
 			"--etcd-servers=" + etcdURL,
 			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
 			"--tls-cert-file=" + certs("apiserver.crt"), "--tls-private-key-file=" + certs("apiserver.key"),
@@ -157,7 +157,9 @@ func (h *Harness) startAPIServer(ctx context.Context, etcdURL string) error {
 			"--allow-privileged=true",
 			"--profiling=false",
 			"--cert-dir=" + h.path("certs", "apiserver-generated"),
-		}, port)
+		}
+		args = append(append(args, h.featureGateArgs()...), h.opts.APIServerArgs...)
+		p, err := h.run("kube-apiserver", h.bin("kube-apiserver"), args, port)
 		if err != nil {
 			return err
 		}
@@ -184,6 +186,13 @@ func (h *Harness) startAPIServer(ctx context.Context, etcdURL string) error {
 			return httpOK(ctx, tlsClient, h.APIServerURL+"/readyz")
 		})
 	})
+}
+
+func (h *Harness) featureGateArgs() []string {
+	if len(h.opts.FeatureGates) == 0 {
+		return nil
+	}
+	return []string{"--feature-gates=" + strings.Join(h.opts.FeatureGates, ",")}
 }
 
 // adminHTTPClient is a plain HTTP client that trusts the harness CA and
@@ -224,7 +233,8 @@ func (h *Harness) startControllerManager(ctx context.Context, name string, contr
 			"--root-ca-file=" + h.path("certs", "ca.crt"),
 			"--leader-elect=false",
 			"--profiling=false",
-		}, extra...)
+		}, h.featureGateArgs()...)
+		args = append(args, extra...)
 		p, err := h.run(name, h.bin("kube-controller-manager"), args, port)
 		if err != nil {
 			return err

@@ -53,6 +53,11 @@ type Options struct {
 	// HPAControllerArgs are extra flags for that controller manager, such as
 	// --horizontal-pod-autoscaler-sync-period=5s.
 	HPAControllerArgs []string
+	// FeatureGates are passed as --feature-gates to kube-apiserver and both
+	// controller managers, e.g. "HPAScaleToZero=true".
+	FeatureGates []string
+	// APIServerArgs are extra kube-apiserver flags.
+	APIServerArgs []string
 
 	// Logf reports progress; nil is silent.
 	Logf func(format string, args ...any)

@@ -16,9 +16,11 @@ import (
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/test/harness"
 )
@@ -36,7 +38,9 @@ func TestSmoke(t *testing.T) {
 	}
 
 	started := time.Now()
-	h := harness.StartT(t, harness.Full())
+	opts := harness.Full()
+	opts.HPAController = true
+	h := harness.StartT(t, opts)
 	t.Logf("harness started in %s", time.Since(started).Round(time.Millisecond))
 
 	t.Run("apiserver serves the admin", func(t *testing.T) {
@@ -113,6 +117,87 @@ func TestSmoke(t *testing.T) {
 	t.Run("aggregated API on loopback becomes available", func(t *testing.T) {
 		runAdapter(ctx, t, h, tidal)
 	})
+
+	t.Run("kubectl and helm accept the server", func(t *testing.T) {
+		kubectl := filepath.Join(h.ToolsDir(), "kubectl")
+		out := run(t, kubectl, "--kubeconfig", h.AdminKubeconfig, "get", "nodes", "-o", "name")
+		if strings.TrimSpace(out) != "node/"+h.NodeName {
+			t.Errorf("kubectl get nodes: %q, want node/%s", out, h.NodeName)
+		}
+		chart := filepath.Join(t.TempDir(), "smoke")
+		writeFile(t, filepath.Join(chart, "Chart.yaml"), "apiVersion: v2\nname: smoke\nversion: 0.1.0\nkubeVersion: \">=1.30.0-0\"\n")
+		writeFile(t, filepath.Join(chart, "templates", "cm.yaml"),
+			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: helm-smoke\ndata:\n  k: v\n")
+		// helm checks kubeVersion against the server's version: an
+		// unstamped server (v0.0.0-master) would fail here.
+		run(t, filepath.Join(h.ToolsDir(), "helm"), "--kubeconfig", h.AdminKubeconfig, "install", "smoke", chart, "--namespace", ns, "--wait")
+		if _, err := h.Client.CoreV1().ConfigMaps(ns).Get(ctx, "helm-smoke", metav1.GetOptions{}); err != nil {
+			t.Fatalf("helm install created no ConfigMap: %v", err)
+		}
+	})
+
+	t.Run("upstream HPA controller reconciles as its service account", func(t *testing.T) {
+		hpa := &autoscalingv2.HorizontalPodAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+				ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+				MaxReplicas:    5,
+				Metrics: []autoscalingv2.MetricSpec{{
+					Type: autoscalingv2.ResourceMetricSourceType,
+					Resource: &autoscalingv2.ResourceMetricSource{Name: "cpu", Target: autoscalingv2.MetricTarget{
+						Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](50),
+					}},
+				}},
+			},
+		}
+		if _, err := h.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, hpa, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// No metrics.k8s.io is registered: the controller reads the scale
+		// (AbleToScale) and then fails to get the metric (ScalingActive).
+		want := map[autoscalingv2.HorizontalPodAutoscalerConditionType]string{
+			autoscalingv2.AbleToScale:   "SucceededGetScale",
+			autoscalingv2.ScalingActive: "FailedGetResourceMetric",
+		}
+		err := harness.WaitReady(ctx, nil, "HPA conditions from the upstream controller", 60*time.Second, func(ctx context.Context) error {
+			got, err := h.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			reasons := map[autoscalingv2.HorizontalPodAutoscalerConditionType]string{}
+			for _, c := range got.Status.Conditions {
+				reasons[c.Type] = c.Reason
+			}
+			for typ, reason := range want {
+				if reasons[typ] != reason {
+					return fmt.Errorf("conditions %v, want %v", reasons, want)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // runAdapter runs `tidal adapter` on loopback as its own service account,
