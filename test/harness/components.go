@@ -209,7 +209,31 @@ func (h *Harness) adminHTTPClient() (*http.Client, error) {
 // startControllerManager starts a kube-controller-manager running the given
 // controllers; name tells the instances apart in logs.
 func (h *Harness) startControllerManager(ctx context.Context, name string, controllers []string, extra []string) error {
-	kubeconfig, _, err := h.Kubeconfig(Identity{User: "system:kube-controller-manager"})
+	args := append([]string{
+		"--controllers=" + strings.Join(controllers, ","),
+		// Each controller acts as its own service account, as in real
+		// clusters: the HPA controller reads metrics as
+		// system:serviceaccount:kube-system:horizontal-pod-autoscaler.
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + h.path("certs", "sa.key"),
+		"--root-ca-file=" + h.path("certs", "ca.crt"),
+	}, h.featureGateArgs()...)
+	return h.startKubeComponent(ctx, name, "kube-controller-manager", "system:kube-controller-manager", append(args, extra...))
+}
+
+func (h *Harness) startScheduler(ctx context.Context) error {
+	return h.startKubeComponent(ctx, "kube-scheduler", "kube-scheduler", "system:kube-scheduler", nil)
+}
+
+// startKubeComponent starts a control-plane component that authenticates as
+// user with a client certificate, serves HTTPS on a free loopback port, and
+// is ready when its /healthz answers.
+func (h *Harness) startKubeComponent(ctx context.Context, name, bin, user string, extra []string) error {
+	kubeconfig, _, err := h.Kubeconfig(Identity{User: user})
+	if err != nil {
+		return err
+	}
+	client, err := insecureLocalClient()
 	if err != nil {
 		return err
 	}
@@ -224,58 +248,14 @@ func (h *Harness) startControllerManager(ctx context.Context, name string, contr
 			"--authorization-kubeconfig=" + kubeconfig,
 			"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
 			"--cert-dir=" + h.path("certs", name),
-			"--controllers=" + strings.Join(controllers, ","),
-			// Each controller acts as its own service account, as in real
-			// clusters: the HPA controller reads metrics as
-			// system:serviceaccount:kube-system:horizontal-pod-autoscaler.
-			"--use-service-account-credentials=true",
-			"--service-account-private-key-file=" + h.path("certs", "sa.key"),
-			"--root-ca-file=" + h.path("certs", "ca.crt"),
 			"--leader-elect=false",
 			"--profiling=false",
-		}, h.featureGateArgs()...)
-		args = append(args, extra...)
-		p, err := h.run(name, h.bin("kube-controller-manager"), args, port)
-		if err != nil {
-			return err
-		}
-		client, err := insecureLocalClient()
+		}, extra...)
+		p, err := h.run(name, h.bin(bin), args, port)
 		if err != nil {
 			return err
 		}
 		return waitFor(ctx, p, name, 60*time.Second, func(ctx context.Context) error {
-			return httpOK(ctx, client, fmt.Sprintf("https://%s/healthz", hostPort(port)))
-		})
-	})
-}
-
-func (h *Harness) startScheduler(ctx context.Context) error {
-	kubeconfig, _, err := h.Kubeconfig(Identity{User: "system:kube-scheduler"})
-	if err != nil {
-		return err
-	}
-	return withPortRetry(func() error {
-		port, err := freePort()
-		if err != nil {
-			return err
-		}
-		p, err := h.run("kube-scheduler", h.bin("kube-scheduler"), []string{
-			"--kubeconfig=" + kubeconfig,
-			"--authentication-kubeconfig=" + kubeconfig,
-			"--authorization-kubeconfig=" + kubeconfig,
-			"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
-			"--cert-dir=" + h.path("certs", "kube-scheduler"),
-			"--leader-elect=false",
-			"--profiling=false",
-		}, port)
-		if err != nil {
-			return err
-		}
-		client, err := insecureLocalClient()
-		if err != nil {
-			return err
-		}
-		return waitFor(ctx, p, "kube-scheduler", 60*time.Second, func(ctx context.Context) error {
 			return httpOK(ctx, client, fmt.Sprintf("https://%s/healthz", hostPort(port)))
 		})
 	})
