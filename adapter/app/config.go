@@ -37,8 +37,7 @@ type Config struct {
 	// Kube reaches the cluster the metrics describe.
 	Kube *rest.Config
 
-	// Prometheus and Rules are for the Prometheus-backed provider; the
-	// empty provider served today does not read them.
+	// Prometheus and Rules drive the Prometheus-backed provider.
 	Prometheus PrometheusConfig
 	Rules      RulesConfig
 
@@ -50,6 +49,7 @@ type RulesConfig struct {
 	File           string
 	RelistInterval time.Duration
 	MaxAge         time.Duration
+	CheckInterval  time.Duration
 }
 
 // Config builds the adapter's configuration. Call Validate first: Config
@@ -119,6 +119,7 @@ func (o *Options) Config() (*Config, error) {
 			File:           o.Rules.File,
 			RelistInterval: o.Rules.RelistInterval,
 			MaxAge:         o.Rules.effectiveMaxAge(),
+			CheckInterval:  o.Rules.CheckInterval,
 		},
 		APIs: o.APIs,
 	}, nil

@@ -44,6 +44,9 @@ type RulesOptions struct {
 	// MaxAge is how far back discovery looks for series; 0 means
 	// RelistInterval.
 	MaxAge time.Duration
+	// CheckInterval is how often the rule file is checked for changes; 0
+	// disables hot reload.
+	CheckInterval time.Duration
 }
 
 // APIOptions switch each served API group on or off.
@@ -62,8 +65,8 @@ func NewOptions() *Options {
 		Audit:          genericoptions.NewAuditOptions(),
 		Features:       genericoptions.NewFeatureOptions(),
 		Logs:           logsapi.NewLoggingConfiguration(),
-		Prometheus:     PrometheusOptions{Verb: "GET"},
-		Rules:          RulesOptions{RelistInterval: time.Minute},
+		Prometheus:     PrometheusOptions{Verb: "GET", Timeout: 10 * time.Second, CacheTTL: 5 * time.Second},
+		Rules:          RulesOptions{RelistInterval: time.Minute, CheckInterval: 10 * time.Second},
 		APIs:           APIOptions{CustomMetrics: true, ExternalMetrics: true, ResourceMetrics: true},
 	}
 	o.SecureServing.BindPort = 6443
@@ -112,6 +115,8 @@ func (o *RulesOptions) AddFlags(fs *pflag.FlagSet) {
 		"How often to rediscover the available metrics from Prometheus.")
 	fs.DurationVar(&o.MaxAge, "metrics-max-age", o.MaxAge,
 		"How far back to look for series when rediscovering metrics. 0 means the value of --metrics-relist-interval.")
+	fs.DurationVar(&o.CheckInterval, "config-check-interval", o.CheckInterval,
+		"How often to check --config for changes and reload it. A file that does not load is rejected (logged, counted in tidal_adapter_config_reloads_total, and recorded as an Event on the adapter's pod when POD_NAME and POD_NAMESPACE are set) and the last good rules keep serving. 0 disables reloading.")
 }
 
 // AddFlags adds the API switches to fs.
@@ -151,6 +156,8 @@ func (o *RulesOptions) Validate() []error {
 	switch {
 	case o.MaxAge < 0:
 		errs = append(errs, fmt.Errorf("--metrics-max-age must not be negative, got %s", o.MaxAge))
+	case o.CheckInterval < 0:
+		errs = append(errs, fmt.Errorf("--config-check-interval must not be negative, got %s", o.CheckInterval))
 	case o.MaxAge > 0 && o.MaxAge < o.RelistInterval:
 		errs = append(errs, fmt.Errorf("--metrics-max-age (%s) must not be less than --metrics-relist-interval (%s), or series would drop out between relists; raise it or leave it unset", o.MaxAge, o.RelistInterval))
 	}

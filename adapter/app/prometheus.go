@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	promconfig "github.com/prometheus/common/config"
 	"github.com/spf13/pflag"
@@ -27,6 +28,9 @@ type PrometheusOptions struct {
 	// what the single-purpose flags cannot say (basic auth, OAuth2,
 	// proxies, ...).
 	AuthConfigFile string
+	// Timeout bounds each query; CacheTTL is how long a result is reused.
+	Timeout  time.Duration
+	CacheTTL time.Duration
 }
 
 // PrometheusConfig is a validated way to reach Prometheus.
@@ -37,6 +41,9 @@ type PrometheusConfig struct {
 	// Client carries the TLS, credentials and headers; the caller adds
 	// nothing to it.
 	Client *http.Client
+	// Timeout bounds each query; CacheTTL is how long a result is reused.
+	Timeout  time.Duration
+	CacheTTL time.Duration
 }
 
 // AddFlags adds the Prometheus flags to fs.
@@ -58,6 +65,10 @@ func (o *PrometheusOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.AuthConfigFile, "prometheus-auth-config", o.AuthConfigFile,
 		"Prometheus HTTP client configuration file (the http_config YAML of prometheus/common: basic_auth, authorization, oauth2, tls_config, proxy_url, http_headers). "+
 			"The other --prometheus-* flags must not set what this file sets.")
+	fs.DurationVar(&o.Timeout, "prometheus-timeout", o.Timeout,
+		"Time limit of each query to Prometheus; a metric request answers 503 ServiceUnavailable when it passes. Discovery requests get three times as long.")
+	fs.DurationVar(&o.CacheTTL, "query-cache-ttl", o.CacheTTL,
+		"How long a query result is reused for identical requests (timestamps keep the sample's time, so they show the age). 0 disables the cache; identical concurrent queries are always sent once.")
 }
 
 // Validate checks the Prometheus options.
@@ -70,6 +81,12 @@ func (o *PrometheusOptions) Validate() []error {
 	}
 	if o.Verb != http.MethodGet && o.Verb != http.MethodPost {
 		errs = append(errs, fmt.Errorf("--prometheus-verb must be GET or POST, got %q", o.Verb))
+	}
+	if o.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--prometheus-timeout must be positive, got %s", o.Timeout))
+	}
+	if o.CacheTTL < 0 {
+		errs = append(errs, fmt.Errorf("--query-cache-ttl must not be negative, got %s", o.CacheTTL))
 	}
 	if (o.ClientCertFile == "") != (o.ClientKeyFile == "") {
 		errs = append(errs, errors.New("--prometheus-client-tls-cert-file and --prometheus-client-tls-key-file must be set together"))
@@ -100,7 +117,7 @@ func (o *PrometheusOptions) Config() (PrometheusConfig, error) {
 	if err != nil {
 		return PrometheusConfig{}, fmt.Errorf("building the Prometheus HTTP client: %w", err)
 	}
-	return PrometheusConfig{URL: u, Verb: o.Verb, Client: client}, nil
+	return PrometheusConfig{URL: u, Verb: o.Verb, Client: client, Timeout: o.Timeout, CacheTTL: o.CacheTTL}, nil
 }
 
 // httpClientConfig merges --prometheus-auth-config with the single-purpose

@@ -3,35 +3,49 @@ package app
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"k8s.io/klog/v2"
 	cmprovider "sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
 
-	"github.com/tidal-autoscaler/tidal/adapter/provider"
+	"github.com/tidal-autoscaler/tidal/adapter/discovery"
+	"github.com/tidal-autoscaler/tidal/adapter/monitor"
 	"github.com/tidal-autoscaler/tidal/internal/version"
 )
 
 // Run serves the enabled metrics APIs until ctx is cancelled, then shuts
-// the server down and returns. /healthz, /livez and /readyz come from the
-// generic API server. Run may be called once per Config.
+// the server down and returns. /healthz and /livez come from the generic
+// API server; /readyz also waits for the first metric discovery. Run may
+// be called once per Config.
 func (c *Config) Run(ctx context.Context) error {
-	// The empty provider stands in until the Prometheus-backed provider
-	// (c.Prometheus, c.Rules) replaces it; a nil provider leaves the API
-	// group out.
-	var (
-		custom   cmprovider.CustomMetricsProvider
-		external cmprovider.ExternalMetricsProvider
-	)
-	if c.APIs.CustomMetrics {
-		custom = provider.Empty{}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m := monitor.Default()
+
+	parts, err := c.build(ctx, m)
+	if err != nil {
+		return err
 	}
-	if c.APIs.ExternalMetrics {
-		external = provider.Empty{}
+	// Until the first load the rules are empty; a rule file that does not
+	// load stops the adapter here, with every problem in the error.
+	if err := parts.reloader.LoadInitial(); err != nil {
+		return fmt.Errorf("--config %s: %w", c.Rules.File, err)
 	}
 
+	var custom cmprovider.CustomMetricsProvider
+	var external cmprovider.ExternalMetricsProvider
+	if c.APIs.CustomMetrics {
+		custom = parts.provider
+	}
+	if c.APIs.ExternalMetrics {
+		external = parts.provider
+	}
 	server, err := c.Apiserver.Complete(c.Informers).New(serverName, custom, external)
 	if err != nil {
 		return fmt.Errorf("building the API server: %w", err)
+	}
+	if err := server.GenericAPIServer.AddReadyzChecks(discovery.HealthChecker{D: parts.discoverer}); err != nil {
+		return fmt.Errorf("adding the discovery readiness check: %w", err)
 	}
 
 	// TODO(resource-metrics): metrics.k8s.io v1beta1 (PodMetrics,
@@ -49,6 +63,12 @@ func (c *Config) Run(ctx context.Context) error {
 		"externalMetrics", c.APIs.ExternalMetrics,
 		"ruleFile", c.Rules.File,
 	)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); parts.discoverer.Run(ctx) }()
+	go func() { defer wg.Done(); parts.reloader.Run(ctx) }()
+	defer wg.Wait()
+	defer cancel()
 	if err := server.GenericAPIServer.PrepareRun().RunWithContext(ctx); err != nil {
 		return fmt.Errorf("serving: %w", err)
 	}

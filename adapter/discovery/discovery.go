@@ -1,0 +1,218 @@
+// Package discovery finds which metrics the rules serve: every relist
+// interval it runs each rule's seriesQuery against the rule's backend, in
+// parallel, and maps the series found to custom and external metrics.
+//
+// Only the distinct (series name, label names) pairs are kept, never the
+// label sets, so memory grows with the number of metric names, not with
+// the number of series. A failing query keeps that query's last good
+// result; it never blanks the other rules.
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/tidal-autoscaler/tidal/adapter/monitor"
+	"github.com/tidal-autoscaler/tidal/adapter/prom"
+	"github.com/tidal-autoscaler/tidal/adapter/ruleset"
+)
+
+// Options configure a Discoverer.
+type Options struct {
+	// Interval between discovery passes (--metrics-relist-interval).
+	Interval time.Duration
+	// MaxAge is how far back series are looked for (--metrics-max-age).
+	MaxAge time.Duration
+	// Parallelism bounds concurrent series queries (default 4).
+	Parallelism int
+	Metrics     *monitor.Metrics
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Discoverer keeps the latest Snapshot of discovered metrics.
+type Discoverer struct {
+	o     Options
+	rules atomic.Pointer[ruleset.Set]
+	snap  atomic.Pointer[Snapshot]
+	ready atomic.Bool
+	kick  chan struct{}
+
+	mu sync.Mutex
+	// results holds the last good shapes per (backend, seriesQuery).
+	results map[queryKey][]prom.Shape
+}
+
+type queryKey struct {
+	backend prom.Client
+	query   string
+}
+
+// New returns a Discoverer with no rules and an empty snapshot.
+func New(o Options) *Discoverer {
+	if o.Parallelism <= 0 {
+		o.Parallelism = 4
+	}
+	if o.Metrics == nil {
+		o.Metrics = monitor.New()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxAge <= 0 {
+		o.MaxAge = o.Interval
+	}
+	d := &Discoverer{o: o, kick: make(chan struct{}, 1), results: map[queryKey][]prom.Shape{}}
+	d.rules.Store(ruleset.Empty())
+	d.snap.Store(emptySnapshot())
+	return d
+}
+
+// SetRules replaces the rules. The next pass starts at once; until it ends
+// the metrics of the previous rules are mapped with the new rules from the
+// results already known.
+func (d *Discoverer) SetRules(s *ruleset.Set) {
+	d.rules.Store(s)
+	d.mu.Lock()
+	d.snap.Store(build(s, d.results))
+	d.mu.Unlock()
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Snapshot returns the metrics found by the latest pass.
+func (d *Discoverer) Snapshot() *Snapshot { return d.snap.Load() }
+
+// Run discovers at once, then every Interval and after each SetRules,
+// until ctx ends.
+func (d *Discoverer) Run(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-d.kick:
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
+		}
+		d.RunOnce(ctx)
+		t.Reset(d.o.Interval)
+	}
+}
+
+// RunOnce runs one discovery pass over the current rules and installs the
+// new snapshot. It returns the errors of the queries that failed.
+func (d *Discoverer) RunOnce(ctx context.Context) error {
+	set := d.rules.Load()
+	end := d.o.Now()
+	start := end.Add(-d.o.MaxAge)
+
+	// One query per distinct (backend, seriesQuery); rules sharing one
+	// share the result.
+	owners := map[queryKey][]string{}
+	var keys []queryKey
+	for _, r := range set.Rules() {
+		k := queryKey{r.Client, r.SeriesQuery}
+		if _, ok := owners[k]; !ok {
+			keys = append(keys, k)
+		}
+		owners[k] = append(owners[k], r.ID)
+	}
+
+	type outcome struct {
+		key    queryKey
+		shapes []prom.Shape
+		err    error
+	}
+	out := make(chan outcome, len(keys))
+	sem := make(chan struct{}, d.o.Parallelism)
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			began := time.Now()
+			shapes, err := k.backend.Series(ctx, []string{k.query}, start, end)
+			result := "success"
+			if err != nil {
+				result = "error"
+			}
+			for _, id := range owners[k] {
+				d.o.Metrics.DiscoveryDuration.WithLabelValues(id, result).Observe(time.Since(began).Seconds())
+				if err != nil {
+					d.o.Metrics.DiscoveryErrors.WithLabelValues(id).Inc()
+				}
+			}
+			out <- outcome{k, shapes, err}
+		}()
+	}
+	wg.Wait()
+	close(out)
+
+	var errs []error
+	succeeded := 0
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fresh := make(map[queryKey][]prom.Shape, len(keys))
+	for o := range out {
+		if o.err != nil {
+			errs = append(errs, fmt.Errorf("discovery for %v (seriesQuery %q): %w", owners[o.key], o.key.query, o.err))
+			klog.ErrorS(o.err, "Discovery query failed; keeping its last good result", "rules", owners[o.key], "seriesQuery", o.key.query, "backend", o.key.backend.Name())
+			if last, ok := d.results[o.key]; ok {
+				fresh[o.key] = last
+			}
+			continue
+		}
+		succeeded++
+		fresh[o.key] = o.shapes
+	}
+	// Results of queries no rule runs any more are dropped here.
+	d.results = fresh
+	// A reload may have happened while querying: map with the newest rules.
+	snap := build(d.rules.Load(), d.results)
+	d.snap.Store(snap)
+	d.o.Metrics.DiscoveredMetrics.WithLabelValues("custom").Set(float64(len(snap.customList)))
+	d.o.Metrics.DiscoveredMetrics.WithLabelValues("external").Set(float64(len(snap.externalList)))
+	d.o.Metrics.DiscoveryLastRun.SetToCurrentTime()
+	if len(keys) == 0 || succeeded > 0 {
+		d.ready.Store(true)
+	}
+	return errors.Join(errs...)
+}
+
+// Ready reports whether a discovery pass has succeeded for at least one
+// query (or there was nothing to discover). It never becomes false again:
+// later failures keep the last good results.
+func (d *Discoverer) Ready() bool { return d.ready.Load() }
+
+// HealthChecker is a readyz check (k8s.io/apiserver healthz.HealthChecker)
+// that fails until the first discovery pass succeeded.
+type HealthChecker struct{ D *Discoverer }
+
+// Name implements healthz.HealthChecker.
+func (HealthChecker) Name() string { return "metric-discovery" }
+
+// Check implements healthz.HealthChecker.
+func (c HealthChecker) Check(*http.Request) error {
+	if !c.D.Ready() {
+		return errors.New("the first metric discovery has not completed")
+	}
+	return nil
+}

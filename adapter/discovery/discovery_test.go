@@ -1,0 +1,189 @@
+package discovery_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/tidal-autoscaler/tidal/adapter/discovery"
+	"github.com/tidal-autoscaler/tidal/adapter/internal/promtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const rules = `
+rules:
+- seriesQuery: 'http_requests_total{namespace!="",pod!=""}'
+  resources:
+    overrides:
+      namespace: {resource: namespace}
+      pod: {resource: pod}
+  name: {matches: "^(.*)_total$", as: "${1}_per_second"}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)'
+- seriesQuery: '{__name__=~"queue_.*",namespace!=""}'
+  resources: {template: "<<.Resource>>"}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+externalRules:
+- seriesQuery: 'queue_messages{queue!=""}'
+  resources: {namespaced: false}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
+`
+
+const (
+	httpSel  = `http_requests_total{namespace!="",pod!=""}`
+	queueSel = `{__name__=~"queue_.*",namespace!=""}`
+	extSel   = `queue_messages{queue!=""}`
+)
+
+func listed(s *discovery.Snapshot) string {
+	var out []string
+	for _, m := range s.CustomMetrics() {
+		ns := ""
+		if m.Namespaced {
+			ns = " (namespaced)"
+		}
+		out = append(out, fmt.Sprintf("%s/%s%s", m.Resource, m.Name, ns))
+	}
+	for _, n := range s.ExternalMetrics() {
+		out = append(out, "external/"+n)
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestDiscovery(t *testing.T) {
+	srv := promtest.New(t)
+	srv.SetSeries(httpSel,
+		map[string]string{"__name__": "http_requests_total", "namespace": "a", "pod": "web-1", "code": "200"},
+		map[string]string{"__name__": "http_requests_total", "namespace": "a", "pod": "web-2", "code": "500"},
+	)
+	srv.SetSeries(queueSel,
+		map[string]string{"__name__": "queue_length", "namespace": "a", "service": "worker", "job": "scraper"},
+	)
+	srv.SetSeries(extSel, map[string]string{"__name__": "queue_messages", "queue": "q1"})
+
+	now := time.Unix(1700000000, 0)
+	d := discovery.New(discovery.Options{Interval: time.Minute, MaxAge: 5 * time.Minute, Now: func() time.Time { return now }})
+	if d.Ready() {
+		t.Fatal("ready before any discovery")
+	}
+	d.SetRules(srv.Rules(t, rules, nil))
+	if err := d.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !d.Ready() {
+		t.Error("not ready after a successful discovery")
+	}
+
+	t.Run("series map to one metric per resource label", func(t *testing.T) {
+		want := strings.Join([]string{
+			"namespaces/http_requests_per_second (namespaced)",
+			"pods/http_requests_per_second (namespaced)",
+			"namespaces/queue_length (namespaced)",
+			"services/queue_length (namespaced)",
+			"external/queue_messages",
+		}, "\n")
+		if got := listed(d.Snapshot()); got != want {
+			t.Errorf("got\n%s\nwant\n%s", got, want)
+		}
+	})
+
+	t.Run("bindings name the rule and series", func(t *testing.T) {
+		snap := d.Snapshot()
+		for _, m := range snap.CustomMetrics() {
+			b, ok := snap.Custom(m.Resource, m.Name)
+			if !ok || b.Series == "" || b.Rule == nil {
+				t.Errorf("%s/%s: no binding", m.Resource, m.Name)
+			}
+		}
+		if b, ok := snap.External("queue_messages"); !ok || b.Rule.ID != "externalRules[0]" {
+			t.Errorf("external binding = %+v, %v", b, ok)
+		}
+	})
+
+	t.Run("the series window is max-age", func(t *testing.T) {
+		r := srv.Requests("/api/v1/series")[0]
+		if r.Form.Get("start") != "1699999700.000" || r.Form.Get("end") != "1700000000.000" {
+			t.Errorf("start %s end %s, want now-5m and now", r.Form.Get("start"), r.Form.Get("end"))
+		}
+	})
+
+	t.Run("a failing query keeps its last result and does not blank others", func(t *testing.T) {
+		srv.FailSeries(httpSel, true)
+		srv.SetSeries(queueSel, map[string]string{"__name__": "queue_age", "namespace": "a", "deployment": "worker"})
+		err := d.RunOnce(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "rules[0]") {
+			t.Errorf("RunOnce = %v, want the failing rule named", err)
+		}
+		want := strings.Join([]string{
+			"namespaces/http_requests_per_second (namespaced)",
+			"pods/http_requests_per_second (namespaced)",
+			"deployments.apps/queue_age (namespaced)",
+			"namespaces/queue_age (namespaced)",
+			"external/queue_messages",
+		}, "\n")
+		if got := listed(d.Snapshot()); got != want {
+			t.Errorf("got\n%s\nwant\n%s", got, want)
+		}
+	})
+
+	t.Run("new rules replace the mapping", func(t *testing.T) {
+		srv.FailSeries(httpSel, false)
+		d.SetRules(srv.Rules(t, "externalRules: []\n", nil))
+		if got := listed(d.Snapshot()); got != "" {
+			t.Errorf("got %q after removing every rule, want nothing", got)
+		}
+	})
+}
+
+func TestReadiness(t *testing.T) {
+	tests := []struct {
+		name      string
+		rules     string
+		fail      bool
+		wantReady bool
+	}{
+		{name: "no rules: ready at once", rules: "", wantReady: true},
+		{name: "every query fails: not ready", rules: rules, fail: true, wantReady: false},
+		{name: "queries answer: ready", rules: rules, wantReady: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := promtest.New(t)
+			for _, sel := range []string{httpSel, queueSel, extSel} {
+				srv.FailSeries(sel, tt.fail)
+			}
+			d := discovery.New(discovery.Options{Interval: time.Minute})
+			d.SetRules(srv.Rules(t, tt.rules, nil))
+			_ = d.RunOnce(context.Background())
+			if d.Ready() != tt.wantReady {
+				t.Errorf("Ready() = %v, want %v", d.Ready(), tt.wantReady)
+			}
+			if err := (discovery.HealthChecker{D: d}).Check(nil); (err == nil) != tt.wantReady {
+				t.Errorf("readyz check = %v, want ready=%v", err, tt.wantReady)
+			}
+		})
+	}
+}
+
+func TestRunStopsWithContext(t *testing.T) {
+	srv := promtest.New(t)
+	srv.SetSeries(extSel, map[string]string{"__name__": "queue_messages", "queue": "q1"})
+	d := discovery.New(discovery.Options{Interval: time.Hour})
+	d.SetRules(srv.Rules(t, rules, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for !d.Ready() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !d.Ready() {
+		t.Error("Run did not discover at once")
+	}
+	cancel()
+	<-done
+}

@@ -1,0 +1,382 @@
+// Package provider answers custom.metrics.k8s.io and external.metrics.k8s.io
+// requests from Prometheus, through the rules and the metrics discovery
+// found.
+//
+// What a request gets:
+//   - an unknown metric, or a metric not served for that resource: 404
+//     NotFound naming the metric;
+//   - one named object that does not exist (per the adapter's watch
+//     caches): 404 NotFound naming the object, even if Prometheus still has
+//     series for it;
+//   - a wildcard (`pods/*`) matching no object: an empty list;
+//   - values in milli-units, rounded (see Quantity), with the sample's
+//     timestamp and, when the query has one range, windowSeconds;
+//   - a NaN or infinite value is never served as a number: a single object
+//     or external metric whose every value is NaN/Inf answers 500 with the
+//     query; in a list, such items are left out (the HPA treats them as
+//     missing, as it does pods without metrics);
+//   - Prometheus unreachable or too slow: 503 ServiceUnavailable naming
+//     the backend; a query Prometheus rejects: 500 with the query;
+//   - a metric selector Prometheus cannot express: 400 BadRequest.
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/common/model"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/metrics/pkg/apis/custom_metrics"
+	"k8s.io/metrics/pkg/apis/external_metrics"
+	cmprovider "sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
+
+	"github.com/tidal-autoscaler/tidal/adapter/discovery"
+	"github.com/tidal-autoscaler/tidal/adapter/monitor"
+	"github.com/tidal-autoscaler/tidal/adapter/objects"
+	"github.com/tidal-autoscaler/tidal/adapter/prom"
+	"github.com/tidal-autoscaler/tidal/rules/promql"
+)
+
+// Snapshotter gives the current discovered metrics; *discovery.Discoverer
+// is one.
+type Snapshotter interface {
+	Snapshot() *discovery.Snapshot
+}
+
+// Options are what a Provider needs.
+type Options struct {
+	Discovery Snapshotter
+	// Mapper normalises resources ("pod", "pods.") and gives kinds.
+	Mapper meta.RESTMapper
+	// Objects says which objects exist.
+	Objects objects.Lister
+	Metrics *monitor.Metrics
+}
+
+// Provider serves custom and external metrics.
+type Provider struct {
+	o       Options
+	windows windows
+}
+
+var (
+	_ cmprovider.CustomMetricsProvider   = (*Provider)(nil)
+	_ cmprovider.ExternalMetricsProvider = (*Provider)(nil)
+)
+
+// New returns a Provider.
+func New(o Options) *Provider {
+	if o.Metrics == nil {
+		o.Metrics = monitor.New()
+	}
+	return &Provider{o: o}
+}
+
+// ListAllMetrics lists the custom metrics of the latest discovery.
+func (p *Provider) ListAllMetrics() []cmprovider.CustomMetricInfo {
+	ms := p.o.Discovery.Snapshot().CustomMetrics()
+	out := make([]cmprovider.CustomMetricInfo, len(ms))
+	for i, m := range ms {
+		out[i] = cmprovider.CustomMetricInfo{GroupResource: m.Resource, Namespaced: m.Namespaced, Metric: m.Name}
+	}
+	return out
+}
+
+// ListAllExternalMetrics lists the external metrics of the latest discovery.
+func (p *Provider) ListAllExternalMetrics() []cmprovider.ExternalMetricInfo {
+	names := p.o.Discovery.Snapshot().ExternalMetrics()
+	out := make([]cmprovider.ExternalMetricInfo, len(names))
+	for i, n := range names {
+		out[i] = cmprovider.ExternalMetricInfo{Metric: n}
+	}
+	return out
+}
+
+// target is a resolved custom-metrics request.
+type target struct {
+	binding   discovery.Binding
+	gvr       schema.GroupVersionResource
+	kind      schema.GroupVersionKind
+	clustered bool
+}
+
+// resolve finds the rule serving info and the resource's version, kind
+// and scope.
+func (p *Provider) resolve(info cmprovider.CustomMetricInfo) (target, error) {
+	snap := p.o.Discovery.Snapshot()
+	notFound := cmprovider.NewMetricNotFoundError(info.GroupResource, info.Metric)
+	if !snap.HasCustomName(info.Metric) {
+		return target{}, notFound
+	}
+	gvr, err := p.o.Mapper.ResourceFor(info.GroupResource.WithVersion(""))
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return target{}, notFound
+		}
+		return target{}, apierrors.NewServiceUnavailable(fmt.Sprintf("cannot look up resource %s in the cluster's API discovery: %v", info.GroupResource, err))
+	}
+	b, ok := snap.Custom(gvr.GroupResource(), info.Metric)
+	if !ok {
+		return target{}, cmprovider.NewMetricNotFoundError(gvr.GroupResource(), info.Metric)
+	}
+	kind, err := p.o.Mapper.KindFor(gvr)
+	if err != nil {
+		return target{}, apierrors.NewInternalError(fmt.Errorf("kind of %s: %w", gvr, err))
+	}
+	mapping, err := p.o.Mapper.RESTMapping(kind.GroupKind(), kind.Version)
+	if err != nil {
+		return target{}, apierrors.NewInternalError(fmt.Errorf("scope of %s: %w", gvr, err))
+	}
+	return target{binding: b, gvr: gvr, kind: kind, clustered: mapping.Scope.Name() == meta.RESTScopeNameRoot}, nil
+}
+
+// GetMetricByName serves one object's metric.
+func (p *Provider) GetMetricByName(ctx context.Context, name types.NamespacedName, info cmprovider.CustomMetricInfo, metricSelector labels.Selector) (*custom_metrics.MetricValue, error) {
+	t, err := p.resolve(info)
+	if err != nil {
+		return nil, err
+	}
+	namespace := name.Namespace
+	if t.clustered {
+		namespace = ""
+	}
+	exists, err := p.o.Objects.Exists(ctx, t.gvr, namespace, name.Name)
+	if err != nil {
+		return nil, apierrors.NewServiceUnavailable(err.Error())
+	}
+	if !exists {
+		return nil, apierrors.NewNotFound(t.gvr.GroupResource(), name.Name)
+	}
+	items, err := p.objectMetrics(ctx, t, namespace, []string{name.Name}, info.Metric, metricSelector)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		if metricSelector == nil || metricSelector.Empty() {
+			return nil, cmprovider.NewMetricNotFoundForError(t.gvr.GroupResource(), info.Metric, name.Name)
+		}
+		return nil, cmprovider.NewMetricNotFoundForSelectorError(t.gvr.GroupResource(), info.Metric, name.Name, metricSelector)
+	}
+	return &items[0], nil
+}
+
+// GetMetricBySelector serves the metric of the objects matching selector.
+func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, selector labels.Selector, info cmprovider.CustomMetricInfo, metricSelector labels.Selector) (*custom_metrics.MetricValueList, error) {
+	t, err := p.resolve(info)
+	if err != nil {
+		return nil, err
+	}
+	if t.clustered {
+		namespace = ""
+	}
+	names, err := p.o.Objects.Names(ctx, t.gvr, namespace, selector)
+	if err != nil {
+		return nil, apierrors.NewServiceUnavailable(err.Error())
+	}
+	if len(names) == 0 {
+		return &custom_metrics.MetricValueList{}, nil
+	}
+	items, err := p.objectMetrics(ctx, t, namespace, names, info.Metric, metricSelector)
+	if err != nil {
+		return nil, err
+	}
+	return &custom_metrics.MetricValueList{Items: items}, nil
+}
+
+// objectMetrics queries the metric of the named objects and returns an
+// item per object that has a finite value, in the order of names.
+func (p *Provider) objectMetrics(ctx context.Context, t target, namespace string, names []string, metric string, metricSelector labels.Selector) ([]custom_metrics.MetricValue, error) {
+	rule := t.binding.Rule
+	gr := t.gvr.GroupResource()
+	query, err := rule.Query.Objects(promql.ObjectRequest{
+		Series:         t.binding.Series,
+		Resource:       gr,
+		Namespace:      namespace,
+		Names:          names,
+		MetricSelector: metricSelector,
+	})
+	if err != nil {
+		return nil, renderError(rule.ID, err)
+	}
+	label, err := rule.Resources.LabelFor(gr)
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("%s: %w", rule.ID, err))
+	}
+	vec, err := p.query(ctx, t.binding, query)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]*model.Sample, len(vec))
+	for _, s := range vec {
+		byName[string(s.Metric[model.LabelName(label)])] = s
+	}
+	var sel *metav1.LabelSelector
+	if metricSelector != nil && !metricSelector.Empty() {
+		sel = labelSelector(metricSelector)
+	}
+	window := p.windows.get(t.binding, query)
+	items := make([]custom_metrics.MetricValue, 0, len(names))
+	var bad error
+	for _, n := range names {
+		s, ok := byName[n]
+		if !ok {
+			continue
+		}
+		q, err := Quantity(float64(s.Value))
+		if err != nil {
+			bad = err
+			p.o.Metrics.QueryErrors.WithLabelValues(rule.Client.Name(), rule.ID, "bad_value").Inc()
+			klog.V(2).InfoS("Left out a value that is not a finite number", "rule", rule.ID, "metric", metric, "resource", gr, "namespace", namespace, "name", n, "value", s.Value)
+			continue
+		}
+		items = append(items, custom_metrics.MetricValue{
+			DescribedObject: custom_metrics.ObjectReference{
+				APIVersion: t.kind.GroupVersion().String(),
+				Kind:       t.kind.Kind,
+				Namespace:  namespace,
+				Name:       n,
+			},
+			Metric:        custom_metrics.MetricIdentifier{Name: metric, Selector: sel},
+			Timestamp:     metav1.NewTime(s.Timestamp.Time()),
+			WindowSeconds: window,
+			Value:         q,
+		})
+	}
+	if len(items) == 0 && bad != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("metric %s of %s: %w (query %s); a NaN usually comes from dividing 0 by 0, e.g. a rate of a request counter with no requests, so make the rule's query guard the division", metric, gr, bad, query))
+	}
+	return items, nil
+}
+
+// GetExternalMetric serves an external metric: one item per sample.
+func (p *Provider) GetExternalMetric(ctx context.Context, namespace string, metricSelector labels.Selector, info cmprovider.ExternalMetricInfo) (*external_metrics.ExternalMetricValueList, error) {
+	b, ok := p.o.Discovery.Snapshot().External(info.Metric)
+	if !ok {
+		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status:  metav1.StatusFailure,
+			Code:    http.StatusNotFound,
+			Reason:  metav1.StatusReasonNotFound,
+			Message: fmt.Sprintf("the server could not find the external metric %s: no rule serves it, or discovery found no series for it", info.Metric),
+		}}
+	}
+	rule := b.Rule
+	query, err := rule.Query.External(promql.ExternalRequest{Series: b.Series, Namespace: namespace, MetricSelector: metricSelector})
+	if err != nil {
+		return nil, renderError(rule.ID, err)
+	}
+	vec, err := p.query(ctx, b, query)
+	if err != nil {
+		return nil, err
+	}
+	window := p.windows.get(b, query)
+	out := &external_metrics.ExternalMetricValueList{Items: make([]external_metrics.ExternalMetricValue, 0, len(vec))}
+	var bad error
+	for _, s := range vec {
+		q, err := Quantity(float64(s.Value))
+		if err != nil {
+			bad = err
+			p.o.Metrics.QueryErrors.WithLabelValues(rule.Client.Name(), rule.ID, "bad_value").Inc()
+			continue
+		}
+		lbls := make(map[string]string, len(s.Metric))
+		for k, v := range s.Metric {
+			if k != model.MetricNameLabel {
+				lbls[string(k)] = string(v)
+			}
+		}
+		out.Items = append(out.Items, external_metrics.ExternalMetricValue{
+			MetricName:    info.Metric,
+			MetricLabels:  lbls,
+			Timestamp:     metav1.NewTime(s.Timestamp.Time()),
+			WindowSeconds: window,
+			Value:         q,
+		})
+	}
+	if len(out.Items) == 0 && bad != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("external metric %s: %w (query %s); a NaN usually comes from dividing 0 by 0, so make the rule's query guard the division", info.Metric, bad, query))
+	}
+	return out, nil
+}
+
+// query runs a query on the binding's backend, recording its latency and
+// errors, and turns failures into API errors.
+func (p *Provider) query(ctx context.Context, b discovery.Binding, query string) (model.Vector, error) {
+	backend := b.Rule.Client.Name()
+	began := time.Now()
+	vec, err := b.Rule.Client.Query(ctx, query, time.Time{})
+	p.o.Metrics.QueryDuration.WithLabelValues(backend, b.Rule.ID).Observe(time.Since(began).Seconds())
+	if err != nil {
+		p.o.Metrics.QueryErrors.WithLabelValues(backend, b.Rule.ID, prom.Reason(err)).Inc()
+		klog.FromContext(ctx).Error(err, "Prometheus query failed", "rule", b.Rule.ID, "query", query)
+		return nil, queryError(b.Rule.ID, query, err)
+	}
+	return vec, nil
+}
+
+// queryError maps a prom error to the API error the client sees.
+func queryError(ruleID, query string, err error) error {
+	switch {
+	case errors.Is(err, prom.ErrUnavailable), errors.Is(err, prom.ErrTimeout):
+		return apierrors.NewServiceUnavailable(err.Error())
+	default:
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status:  metav1.StatusFailure,
+			Code:    http.StatusInternalServerError,
+			Reason:  metav1.StatusReasonInternalError,
+			Message: fmt.Sprintf("%s: %v (query %s)", ruleID, err, query),
+		}}
+	}
+}
+
+// renderError maps a query rendering error: a selector Prometheus cannot
+// express is the client's mistake (400), anything else the rule's (500).
+func renderError(ruleID string, err error) error {
+	var se *promql.SelectorError
+	if errors.As(err, &se) {
+		return apierrors.NewBadRequest(se.Error())
+	}
+	return apierrors.NewInternalError(fmt.Errorf("%s: rendering the query: %w", ruleID, err))
+}
+
+// labelSelector echoes a metric selector in the response. Unlike
+// metav1.ParseToLabelSelector it keeps `!=` (as NotIn), which
+// prometheus-adapter answers with a 500. Operators a LabelSelector cannot
+// hold (gt, lt) were already refused when rendering the query.
+func labelSelector(sel labels.Selector) *metav1.LabelSelector {
+	reqs, _ := sel.Requirements()
+	out := &metav1.LabelSelector{}
+	for _, r := range reqs {
+		values := r.Values().List()
+		var op metav1.LabelSelectorOperator
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals:
+			if out.MatchLabels == nil {
+				out.MatchLabels = map[string]string{}
+			}
+			out.MatchLabels[r.Key()] = values[0]
+			continue
+		case selection.NotEquals, selection.NotIn:
+			op = metav1.LabelSelectorOpNotIn
+		case selection.In:
+			op = metav1.LabelSelectorOpIn
+		case selection.Exists:
+			op = metav1.LabelSelectorOpExists
+		case selection.DoesNotExist:
+			op = metav1.LabelSelectorOpDoesNotExist
+		default:
+			continue
+		}
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: r.Key(), Operator: op, Values: values})
+	}
+	return out
+}

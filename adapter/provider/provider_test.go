@@ -1,0 +1,368 @@
+package provider_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	cmprovider "sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
+
+	"github.com/tidal-autoscaler/tidal/adapter/discovery"
+	"github.com/tidal-autoscaler/tidal/adapter/internal/promtest"
+	"github.com/tidal-autoscaler/tidal/adapter/prom"
+	"github.com/tidal-autoscaler/tidal/adapter/provider"
+)
+
+// fakeObjects is an objects.Lister over a fixed set of objects.
+type fakeObjects map[string]map[string]labels.Set // "resource/namespace" -> name -> labels
+
+func (f fakeObjects) Names(_ context.Context, gvr schema.GroupVersionResource, ns string, sel labels.Selector) ([]string, error) {
+	var out []string
+	for name, l := range f[gvr.Resource+"/"+ns] {
+		if sel == nil || sel.Matches(l) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func (f fakeObjects) Exists(_ context.Context, gvr schema.GroupVersionResource, ns, name string) (bool, error) {
+	_, ok := f[gvr.Resource+"/"+ns][name]
+	return ok, nil
+}
+
+const rules = `
+rules:
+- seriesQuery: 'http_requests_total{namespace!="",pod!=""}'
+  resources:
+    overrides:
+      namespace: {resource: namespace}
+      pod: {resource: pod}
+      service: {resource: service}
+  name: {matches: "^(.*)_total$", as: "${1}_per_second"}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)'
+externalRules:
+- seriesQuery: 'queue_messages{queue!=""}'
+  resources: {namespaced: false}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
+`
+
+type fixture struct {
+	srv *promtest.Server
+	p   *provider.Provider
+	// values by pod name; NaN allowed. Queue values by queue.
+	pods, queues map[string]float64
+}
+
+const sampleTime = 1700000000.5
+
+func newFixture(t *testing.T, promURL func(*prom.Options)) *fixture {
+	t.Helper()
+	f := &fixture{
+		srv:    promtest.New(t),
+		pods:   map[string]float64{"web-1": 0.3125, "web-2": 1.0005, "web-3": 2, "nan-1": math.NaN()},
+		queues: map[string]float64{"q1": 5, "q2": 7.25},
+	}
+	f.srv.SetSeries(`http_requests_total{namespace!="",pod!=""}`,
+		map[string]string{"__name__": "http_requests_total", "namespace": "a", "pod": "web-1", "service": "web"})
+	f.srv.SetSeries(`queue_messages{queue!=""}`, map[string]string{"__name__": "queue_messages", "queue": "q1"})
+	f.srv.OnQuery(func(q string) promtest.Response {
+		var out []promtest.Sample
+		switch {
+		case strings.Contains(q, "queue_messages"):
+			for name, v := range f.queues {
+				if strings.Contains(q, `queue="`) && !strings.Contains(q, `queue="`+name+`"`) {
+					continue
+				}
+				out = append(out, promtest.Sample{Labels: map[string]string{"queue": name}, Value: v, Time: sampleTime})
+			}
+		case strings.Contains(q, `pod=`):
+			for name, v := range f.pods {
+				if strings.Contains(q, name) {
+					out = append(out, promtest.Sample{Labels: map[string]string{"pod": name}, Value: v, Time: sampleTime})
+				}
+			}
+		case strings.Contains(q, `service="web"`):
+			out = append(out, promtest.Sample{Labels: map[string]string{"service": "web"}, Value: 12.5, Time: sampleTime})
+		case strings.Contains(q, `namespace="a"`):
+			out = append(out, promtest.Sample{Labels: map[string]string{"namespace": "a"}, Value: 42, Time: sampleTime})
+		}
+		return promtest.Response{Vector: out}
+	})
+	d := discovery.New(discovery.Options{Interval: time.Minute})
+	d.SetRules(f.srv.Rules(t, rules, promURL))
+	if err := d.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	objs := fakeObjects{
+		"pods/a": {
+			"web-1": {"app": "web"}, "web-2": {"app": "web"}, "web-3": {"app": "web", "canary": "true"},
+			"nan-1": {"app": "nan"}, "idle-1": {"app": "idle"},
+		},
+		"services/a":  {"web": {}},
+		"namespaces/": {"a": {}},
+	}
+	f.p = provider.New(provider.Options{Discovery: d, Mapper: promtest.Mapper(), Objects: objs})
+	return f
+}
+
+var (
+	pods       = schema.GroupResource{Resource: "pods"}
+	metricName = "http_requests_per_second"
+)
+
+func info(gr schema.GroupResource) cmprovider.CustomMetricInfo {
+	return cmprovider.CustomMetricInfo{GroupResource: gr, Metric: metricName, Namespaced: true}
+}
+
+func TestGetMetricByName(t *testing.T) {
+	f := newFixture(t, nil)
+	tests := []struct {
+		name        string
+		gr          schema.GroupResource
+		ns, obj     string
+		metric      string
+		wantValue   string
+		wantVersion string
+		wantKind    string
+		wantCode    int32
+		wantText    string
+	}{
+		{name: "pod, rounded not truncated", gr: pods, ns: "a", obj: "web-1", wantValue: "313m", wantVersion: "v1", wantKind: "Pod"},
+		{name: "float error rounds up", gr: pods, ns: "a", obj: "web-2", wantValue: "1001m", wantVersion: "v1", wantKind: "Pod"},
+		{name: "singular resource name", gr: schema.GroupResource{Resource: "pod"}, ns: "a", obj: "web-3", wantValue: "2", wantVersion: "v1", wantKind: "Pod"},
+		{name: "service", gr: schema.GroupResource{Resource: "services"}, ns: "a", obj: "web", wantValue: "12500m", wantVersion: "v1", wantKind: "Service"},
+		{name: "the namespace itself", gr: schema.GroupResource{Resource: "namespaces"}, obj: "a", wantValue: "42", wantVersion: "v1", wantKind: "Namespace"},
+		{name: "object that does not exist", gr: pods, ns: "a", obj: "gone", wantCode: 404, wantText: `"gone" not found`},
+		{name: "object without series", gr: pods, ns: "a", obj: "idle-1", wantCode: 404, wantText: metricName},
+		{name: "unknown metric", gr: pods, ns: "a", obj: "web-1", metric: "nope", wantCode: 404, wantText: "nope"},
+		{name: "metric not served for the resource", gr: schema.GroupResource{Group: "apps", Resource: "deployments"}, ns: "a", obj: "web", wantCode: 404, wantText: metricName},
+		{name: "unknown resource", gr: schema.GroupResource{Resource: "widgets"}, ns: "a", obj: "w", wantCode: 404, wantText: metricName},
+		{name: "NaN is an error, not a number", gr: pods, ns: "a", obj: "nan-1", wantCode: 500, wantText: "NaN"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := info(tt.gr)
+			if tt.metric != "" {
+				in.Metric = tt.metric
+			}
+			v, err := f.p.GetMetricByName(context.Background(), types.NamespacedName{Namespace: tt.ns, Name: tt.obj}, in, labels.Everything())
+			if tt.wantCode != 0 {
+				if code := apierrors.ReasonForError(err); err == nil || apierrors.APIStatus(err.(apierrors.APIStatus)).Status().Code != tt.wantCode {
+					t.Fatalf("err = %v (%s), want code %d", err, code, tt.wantCode)
+				}
+				if !strings.Contains(err.Error(), tt.wantText) {
+					t.Errorf("err = %q, want it to mention %q", err, tt.wantText)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := v.Value.String(); got != tt.wantValue {
+				t.Errorf("value = %s, want %s", got, tt.wantValue)
+			}
+			if v.DescribedObject.APIVersion != tt.wantVersion || v.DescribedObject.Kind != tt.wantKind || v.DescribedObject.Name != tt.obj {
+				t.Errorf("describedObject = %+v, want %s %s %s", v.DescribedObject, tt.wantVersion, tt.wantKind, tt.obj)
+			}
+			if v.Timestamp.UnixMilli() != int64(sampleTime*1000) {
+				t.Errorf("timestamp = %v, want the sample's", v.Timestamp)
+			}
+			if v.WindowSeconds == nil || *v.WindowSeconds != 120 {
+				t.Errorf("windowSeconds = %v, want 120 from [2m]", v.WindowSeconds)
+			}
+		})
+	}
+}
+
+func TestGetMetricBySelector(t *testing.T) {
+	f := newFixture(t, nil)
+	tests := []struct {
+		name      string
+		selector  string
+		metricSel string
+		want      string
+		wantCode  int32
+	}{
+		{name: "label selector", selector: "app=web", want: "web-1=313m web-2=1001m web-3=2"},
+		{name: "label and metric selector", selector: "app=web,canary!=true", metricSel: "code!=500", want: "web-1=313m web-2=1001m"},
+		{name: "no object matches: empty list", selector: "app=none", want: ""},
+		{name: "objects without series: empty list", selector: "app=idle", want: ""},
+		{name: "NaN only: error", selector: "app=nan", wantCode: 500},
+		{name: "metric selector Prometheus cannot express", selector: "app=web", metricSel: "code>4", wantCode: 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sel, err := labels.Parse(tt.selector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msel := labels.Everything()
+			if tt.metricSel != "" {
+				if msel, err = labels.Parse(tt.metricSel); err != nil {
+					t.Fatal(err)
+				}
+			}
+			list, err := f.p.GetMetricBySelector(context.Background(), "a", sel, info(pods), msel)
+			if tt.wantCode != 0 {
+				var st apierrors.APIStatus
+				if err == nil || !asStatus(err, &st) || st.Status().Code != tt.wantCode {
+					t.Fatalf("err = %v, want code %d", err, tt.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, it := range list.Items {
+				got = append(got, fmt.Sprintf("%s=%s", it.DescribedObject.Name, it.Value.String()))
+				if tt.metricSel != "" && it.Metric.Selector == nil {
+					t.Errorf("%s: metric selector not echoed", it.DescribedObject.Name)
+				}
+			}
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("got %q, want %q", strings.Join(got, " "), tt.want)
+			}
+		})
+	}
+	// A long list of names goes to Prometheus in one query.
+	if n := len(f.srv.Requests("/api/v1/query")); n == 0 {
+		t.Error("no query reached Prometheus")
+	}
+}
+
+func asStatus(err error, st *apierrors.APIStatus) bool {
+	s, ok := err.(apierrors.APIStatus)
+	*st = s
+	return ok
+}
+
+func TestGetExternalMetric(t *testing.T) {
+	f := newFixture(t, nil)
+	tests := []struct {
+		name     string
+		ns       string
+		selector string
+		metric   string
+		want     string
+		wantCode int32
+	}{
+		{name: "every sample, with labels", ns: "a", want: "q1=5 q2=7250m"},
+		{name: "without namespace", ns: "", selector: "queue=q2", want: "q2=7250m"},
+		{name: "unknown metric", ns: "a", metric: "nope", wantCode: 404},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sel := labels.Everything()
+			if tt.selector != "" {
+				sel = labels.SelectorFromSet(labels.Set{"queue": strings.TrimPrefix(tt.selector, "queue=")})
+			}
+			m := "queue_messages"
+			if tt.metric != "" {
+				m = tt.metric
+			}
+			list, err := f.p.GetExternalMetric(context.Background(), tt.ns, sel, cmprovider.ExternalMetricInfo{Metric: m})
+			if tt.wantCode != 0 {
+				var st apierrors.APIStatus
+				if err == nil || !asStatus(err, &st) || st.Status().Code != tt.wantCode || !strings.Contains(err.Error(), m) {
+					t.Fatalf("err = %v, want code %d naming %s", err, tt.wantCode, m)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, it := range list.Items {
+				got = append(got, fmt.Sprintf("%s=%s", it.MetricLabels["queue"], it.Value.String()))
+				if it.Timestamp.UnixMilli() != int64(sampleTime*1000) {
+					t.Errorf("timestamp %v, want the sample's", it.Timestamp)
+				}
+			}
+			sort.Strings(got)
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("got %q, want %q", strings.Join(got, " "), tt.want)
+			}
+		})
+	}
+	// namespaced: false: the HPA's namespace is not in the query.
+	for _, r := range f.srv.Requests("/api/v1/query") {
+		if q := r.Form.Get("query"); strings.Contains(q, "queue_messages") && strings.Contains(q, "namespace") {
+			t.Errorf("query %q limits a non-namespaced external rule to a namespace", q)
+		}
+	}
+}
+
+func TestPrometheusDownIsServiceUnavailable(t *testing.T) {
+	f := newFixture(t, nil)
+	// Discovery succeeded; now Prometheus goes away.
+	f.srv.Close()
+	start := time.Now()
+	_, err := f.p.GetMetricByName(context.Background(), types.NamespacedName{Namespace: "a", Name: "web-1"}, info(pods), labels.Everything())
+	if !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), `"default"`) {
+		t.Fatalf("err = %v, want 503 naming the backend", err)
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Errorf("took %s", time.Since(start))
+	}
+}
+
+func TestQuantity(t *testing.T) {
+	tests := []struct {
+		name string
+		in   float64
+		want string
+		err  bool
+	}{
+		{"half rounds away from zero", 0.3125, "313m", false},
+		{"binary float just below", 1.001, "1001m", false},
+		{"negative", -0.0005, "-1m", false},
+		{"integer", 3, "3", false},
+		{"large falls back to units", 1e17, "100P", false},
+		{"NaN", math.NaN(), "", true},
+		{"+Inf", math.Inf(1), "", true},
+		{"out of range", 1e300, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, err := provider.Quantity(tt.in)
+			if (err != nil) != tt.err {
+				t.Fatalf("err = %v, want error %v", err, tt.err)
+			}
+			if err == nil && q.String() != tt.want {
+				t.Errorf("got %s, want %s", q.String(), tt.want)
+			}
+		})
+	}
+}
+
+func TestWindow(t *testing.T) {
+	tests := []struct {
+		name  string
+		query string
+		want  time.Duration
+	}{
+		{"rate", `sum(rate(x{a="b"}[2m])) by (pod)`, 2 * time.Minute},
+		{"same range twice", `rate(x[30s]) / rate(y[30s])`, 30 * time.Second},
+		{"different ranges", `rate(x[1m]) / rate(y[5m])`, 0},
+		{"instant", `sum(x) by (pod)`, 0},
+		{"subquery", `max_over_time(x[10m:1m])`, 10 * time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := provider.Window(tt.query); got != tt.want {
+				t.Errorf("Window(%q) = %s, want %s", tt.query, got, tt.want)
+			}
+		})
+	}
+}

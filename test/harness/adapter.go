@@ -1,0 +1,132 @@
+package harness
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// AdapterOptions say how to run `tidal adapter` under the harness.
+type AdapterOptions struct {
+	// Binary is the tidal binary (see TidalBinary).
+	Binary string
+	// RuleFile is passed as --config; empty runs without rules.
+	RuleFile string
+	// Args are extra flags, e.g. --metrics-relist-interval=5s.
+	Args []string
+	// APIServices are GROUP/VERSION pairs to register for the adapter,
+	// e.g. {"custom.metrics.k8s.io", "v1beta2"}; each must become
+	// Available.
+	APIServices [][2]string
+}
+
+// Adapter is a running `tidal adapter`.
+type Adapter struct {
+	Process *Process
+	// Port is its --secure-port on 127.0.0.1.
+	Port int
+	// Namespace and ServiceAccount are its identity.
+	Namespace, ServiceAccount string
+}
+
+// URL returns https://127.0.0.1:PORT + path.
+func (a *Adapter) URL(path string) string { return fmt.Sprintf("https://127.0.0.1:%d%s", a.Port, path) }
+
+// AdapterReadRole lets the adapter watch any object's metadata (it maps
+// metrics onto objects from watch caches) and record Events.
+const AdapterReadRole = "tidal-adapter-harness-read"
+
+// StartAdapter runs `tidal adapter` on loopback as the tidal-system/
+// tidal-adapter service account, bound to what an aggregated API server
+// needs (auth delegation, reading the authentication configmap) and to
+// AdapterReadRole; it waits for /readyz and registers the APIServices.
+func (h *Harness) StartAdapter(ctx context.Context, o AdapterOptions) (*Adapter, error) {
+	a := &Adapter{Namespace: "tidal-system", ServiceAccount: "tidal-adapter"}
+	if err := h.EnsureNamespace(ctx, a.Namespace); err != nil {
+		return nil, err
+	}
+	read := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: AdapterReadRole},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+		},
+	}
+	if _, err := h.Client.RbacV1().ClusterRoles().Create(ctx, read, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: a.ServiceAccount, Namespace: a.Namespace}}
+	for _, b := range []struct {
+		role      rbacv1.RoleRef
+		namespace string
+	}{
+		{rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:auth-delegator"}, ""},
+		{rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AdapterReadRole}, ""},
+		{rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "extension-apiserver-authentication-reader"}, "kube-system"},
+	} {
+		meta := metav1.ObjectMeta{Name: "tidal-adapter-" + b.role.Name}
+		var err error
+		if b.namespace == "" {
+			_, err = h.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: meta, RoleRef: b.role, Subjects: subject}, metav1.CreateOptions{})
+		} else {
+			meta.Namespace = b.namespace
+			_, err = h.Client.RbacV1().RoleBindings(b.namespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: b.role, Subjects: subject}, metav1.CreateOptions{})
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+	}
+	kubeconfig, _, err := h.Kubeconfig(ServiceAccountIdentity(a.Namespace, a.ServiceAccount))
+	if err != nil {
+		return nil, err
+	}
+	serving, err := h.ServingCertFor(a.Namespace, a.ServiceAccount)
+	if err != nil {
+		return nil, err
+	}
+	certFile, keyFile, err := serving.WriteFiles(h.Dir, "adapter-serving")
+	if err != nil {
+		return nil, err
+	}
+	if a.Port, err = FreePort(); err != nil {
+		return nil, err
+	}
+	args := []string{
+		"adapter",
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", a.Port),
+		"--tls-cert-file=" + certFile, "--tls-private-key-file=" + keyFile,
+		"--kubeconfig=" + kubeconfig,
+		"--prometheus-url=" + h.PrometheusURL,
+	}
+	if o.RuleFile != "" {
+		args = append(args, "--config="+o.RuleFile)
+	}
+	args = append(args, o.Args...)
+	if a.Process, err = h.run("tidal-adapter", o.Binary, args, a.Port); err != nil {
+		return nil, err
+	}
+	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: h.CertPool()}}}
+	if err := waitFor(ctx, a.Process, "tidal adapter /readyz", 90*time.Second, func(ctx context.Context) error {
+		return httpOK(ctx, probe, a.URL("/readyz"))
+	}); err != nil {
+		return a, err
+	}
+	srv := AggregatedServer{Namespace: a.Namespace, Service: a.ServiceAccount, Port: a.Port, CABundle: h.CA.CertPEM}
+	for _, gv := range o.APIServices {
+		if err := h.RegisterAPIService(ctx, srv, gv[0], gv[1]); err != nil {
+			return a, err
+		}
+	}
+	for _, gv := range o.APIServices {
+		if err := h.WaitAPIServiceAvailable(ctx, gv[1]+"."+gv[0], 60*time.Second); err != nil {
+			return a, fmt.Errorf("%w; adapter log %s ends with:\n%s", err, a.Process.LogPath(), a.Process.logTail())
+		}
+	}
+	return a, nil
+}
