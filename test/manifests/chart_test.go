@@ -1,0 +1,303 @@
+package manifests
+
+import (
+	"bytes"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/tidal-autoscaler/tidal/rules/config"
+)
+
+func decodeB64(t *testing.T, what, s string) []byte {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return b
+}
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestChartCRDsMatchGenerated: Helm installs CRDs only from the chart's
+// crds/ folder, so it holds a copy of manifests/crd; `make generate`
+// rewrites the original. Copy again after regenerating:
+// cp manifests/crd/*.yaml manifests/charts/tidal/crds/
+func TestChartCRDsMatchGenerated(t *testing.T) {
+	root := repoRoot(t)
+	list := func(dir string) []string {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	gen, chart := filepath.Join(root, "manifests", "crd"), filepath.Join(chartDir(t), "crds")
+	if g, c := list(gen), list(chart); !slices.Equal(g, c) {
+		t.Fatalf("manifests/crd has %v, the chart's crds/ %v: cp manifests/crd/*.yaml manifests/charts/tidal/crds/", g, c)
+	}
+	for _, name := range list(gen) {
+		if !bytes.Equal(readFile(t, filepath.Join(gen, name)), readFile(t, filepath.Join(chart, name))) {
+			t.Errorf("crds/%s differs from manifests/crd/%s: cp manifests/crd/*.yaml manifests/charts/tidal/crds/", name, name)
+		}
+	}
+	// kustomization.yaml lists each generated CRD file (manifests/crd has
+	// no kustomization of its own: it is generated).
+	kust := string(readFile(t, filepath.Join(root, "manifests", "kustomization.yaml")))
+	for _, name := range list(gen) {
+		if !strings.Contains(kust, "- crd/"+name+"\n") {
+			t.Errorf("manifests/kustomization.yaml does not list crd/%s", name)
+		}
+	}
+}
+
+// TestDefaultRulesPassCheck runs `tidal rules check`'s loading on the one
+// default rules file the chart and the kustomization share.
+func TestDefaultRulesPassCheck(t *testing.T) {
+	path := filepath.Join(chartDir(t), "files", "default-rules.yaml")
+	cfg := loadRules(t, path, readFile(t, path))
+	if len(cfg.Rules) == 0 || len(cfg.ExternalRules) == 0 || cfg.ResourceRules == nil {
+		t.Fatalf("default rules: %d rules, %d external rules, resource rules %v: want all three kinds",
+			len(cfg.Rules), len(cfg.ExternalRules), cfg.ResourceRules != nil)
+	}
+	var series []string
+	for _, r := range cfg.Rules {
+		series = append(series, r.SeriesQuery)
+	}
+	for _, want := range []string{"http_requests_total", "queue_(length|depth)"} {
+		if !strings.Contains(strings.Join(series, " "), want) {
+			t.Errorf("no default rule for %s: %q", want, series)
+		}
+	}
+}
+
+func TestHelmLint(t *testing.T) {
+	helm := tool(t, "helm")
+	runs := [][]string{{"lint", "--strict", chartDir(t)}}
+	for _, f := range ciFiles(t) {
+		runs = append(runs, []string{"lint", "--strict", chartDir(t), "-f", f})
+	}
+	for _, args := range runs {
+		out, err := run(helmEnv(t), helm, args...)
+		if err != nil {
+			t.Errorf("%v\n%s", err, out)
+		} else if !strings.Contains(out, "0 chart(s) failed") || strings.Contains(out, "[WARNING]") || strings.Contains(out, "[ERROR]") {
+			t.Errorf("helm %s:\n%s", strings.Join(args, " "), out)
+		}
+	}
+}
+
+func ciFiles(t testing.TB) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(chartDir(t), "ci", "*-values.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no ci/*-values.yaml (%v)", err)
+	}
+	return files
+}
+
+// ciExpectations says what each ci/*-values.yaml must render.
+func ciExpectations(t *testing.T) map[string]expectation {
+	defaultRules := readFile(t, filepath.Join(chartDir(t), "files", "default-rules.yaml"))
+	existingCA := []byte(strings.TrimPrefix(strings.SplitN(string(readFile(t, filepath.Join(chartDir(t), "ci", "existing-secret-values.yaml"))), "caBundle: |\n", 2)[1], ""))
+	existingCA = bytes.ReplaceAll(existingCA, []byte("      "), nil)
+	base := expectation{
+		tlsMode: "selfSigned", tlsSecret: "tidal-adapter-tls", apiServices: defaultAPIs,
+		autoscaler: "crd", adapterRepl: 2, autoscalerRepl: 2,
+		adapterArgs:   []string{"--prometheus-url=http://prometheus-k8s.monitoring.svc:9090", "--prometheus-verb=GET"},
+		rulesVerbatim: defaultRules,
+	}
+	with := func(f func(*expectation)) expectation {
+		e := base
+		f(&e)
+		return e
+	}
+	return map[string]expectation{
+		"default-values.yaml": base,
+		"native-values.yaml":  with(func(e *expectation) { e.autoscaler, e.autoscalerRepl = "native", 3 }),
+		"cert-manager-values.yaml": with(func(e *expectation) {
+			e.tlsMode = "certManager"
+			e.adapterArgs = []string{"--prometheus-url=https://prometheus.monitoring.svc:9091"}
+		}),
+		"existing-secret-values.yaml": with(func(e *expectation) {
+			e.tlsMode, e.tlsSecret, e.caBundle = "existingSecret", "my-adapter-tls", existingCA
+		}),
+		"all-apis-values.yaml": with(func(e *expectation) {
+			e.apiServices = append(slices.Clone(defaultAPIs), "v1beta1.metrics.k8s.io")
+			e.adapterRepl = 3
+			e.adapterArgs = []string{
+				"--prometheus-url=https://prometheus.monitoring.svc:9091/prefix",
+				"--prometheus-verb=POST",
+				"--prometheus-token-file=/var/run/tidal/prometheus/token/token",
+				"--prometheus-ca-file=/var/run/tidal/prometheus/ca/ca.crt",
+				"--prometheus-client-tls-cert-file=/var/run/tidal/prometheus/client-tls/tls.crt",
+				"--prometheus-client-tls-key-file=/var/run/tidal/prometheus/client-tls/tls.key",
+				"--prometheus-header=X-Scope-OrgID=tenant-a",
+			}
+		}),
+		"custom-rules-values.yaml": with(func(e *expectation) {
+			e.rulesVerbatim = nil
+			e.extraReadRules = []rbacv1.PolicyRule{{APIGroups: []string{"example.com"}, Resources: []string{"widgets"}, Verbs: getListWatch}}
+			e.adapterArgs = append(e.adapterArgs, "--prometheus-auth-config=/etc/tidal/prometheus/http-config.yaml", "--metrics-max-age=5m")
+			e.rulesCheck = func(t *testing.T, cfg *config.Config) {
+				def := loadRules(t, "default", defaultRules)
+				if len(cfg.Rules) != len(def.Rules)+1 || len(cfg.ExternalRules) != len(def.ExternalRules)+1 || cfg.ResourceRules == nil {
+					t.Fatalf("merged rules: %d rules, %d external: want the defaults plus one of each", len(cfg.Rules), len(cfg.ExternalRules))
+				}
+				if last := cfg.Rules[len(cfg.Rules)-1]; last.SeriesQuery != `{__name__="jobs_pending",namespace!="",deployment!=""}` {
+					t.Errorf("last rule %q, want the custom one", last.SeriesQuery)
+				}
+				if last := cfg.ExternalRules[len(cfg.ExternalRules)-1]; !strings.Contains(last.SeriesQuery, "kafka_consumergroup_lag") {
+					t.Errorf("last external rule %q, want the custom one", last.SeriesQuery)
+				}
+			}
+		}),
+	}
+}
+
+// TestChartRenders renders the chart for each ci/*-values.yaml and checks
+// the objects.
+func TestChartRenders(t *testing.T) {
+	exps := ciExpectations(t)
+	files := ciFiles(t)
+	if len(files) != len(exps) {
+		t.Errorf("%d ci files, %d expectations: add the new file's expectation", len(files), len(exps))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			exp, ok := exps[filepath.Base(f)]
+			if !ok {
+				t.Fatal("no expectation for this file")
+			}
+			objs := helmTemplate(t, "-f", f)
+			checkObjects(t, objs, exp)
+			crd := find(t, objs, "CustomResourceDefinition", "", "horizontalautoscalers.autoscaling.tidal.dev")
+			if crd == nil {
+				t.Fatal("CRD not rendered from crds/")
+			}
+		})
+	}
+}
+
+// TestChartOptions covers values the ci files do not: the autoscaler off,
+// rules from an existing ConfigMap, a certManager issuer of your own.
+func TestChartOptions(t *testing.T) {
+	t.Run("autoscaler off", func(t *testing.T) {
+		objs := helmTemplate(t, "--set", "autoscaler.enabled=false")
+		checkAutoscaler(t, objs, expectation{})
+	})
+	t.Run("rules.existingConfigMap", func(t *testing.T) {
+		objs := helmTemplate(t, "--set", "rules.existingConfigMap=my-rules")
+		for _, o := range ofKind(objs, "ConfigMap") {
+			if o.GetName() == "tidal-adapter-rules" {
+				t.Error("rules ConfigMap rendered although rules.existingConfigMap is set")
+			}
+		}
+		if !strings.Contains(strings.Join(keysOfVolumes(t, objs), " "), "configMap:my-rules") {
+			t.Errorf("adapter does not mount my-rules: %v", keysOfVolumes(t, objs))
+		}
+	})
+	t.Run("certManager issuerRef", func(t *testing.T) {
+		objs := helmTemplate(t, "--set", "tls.mode=certManager", "--set", "tls.certManager.issuerRef.name=corp", "--set", "tls.certManager.issuerRef.kind=ClusterIssuer")
+		if n := len(ofKind(objs, "Issuer")); n != 0 {
+			t.Errorf("%d Issuers rendered with an issuerRef", n)
+		}
+		cert := find(t, objs, "Certificate", namespace, "tidal-adapter-tls")
+		if ref := cert.Object["spec"].(map[string]any)["issuerRef"]; ref.(map[string]any)["name"] != "corp" || ref.(map[string]any)["kind"] != "ClusterIssuer" {
+			t.Errorf("issuerRef %v", ref)
+		}
+	})
+	t.Run("rules.default off", func(t *testing.T) {
+		values := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(values, []byte(`rules:
+  default: false
+  custom:
+  - seriesQuery: '{__name__="x",namespace!="",pod!=""}'
+    resources:
+      template: <<.Resource>>
+    metricsQuery: sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)
+`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		objs := helmTemplate(t, "-f", values)
+		checkRules(t, objs, expectation{rulesCheck: func(t *testing.T, cfg *config.Config) {
+			if len(cfg.Rules) != 1 || len(cfg.ExternalRules) != 0 || cfg.ResourceRules != nil {
+				t.Errorf("rules %d external %d resource %v: want only the custom rule", len(cfg.Rules), len(cfg.ExternalRules), cfg.ResourceRules != nil)
+			}
+		}})
+	})
+}
+
+func keysOfVolumes(t *testing.T, objs []*unstructured.Unstructured) []string {
+	d := find(t, objs, "Deployment", namespace, "tidal-adapter")
+	vols, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+	var out []string
+	for _, v := range vols {
+		m := v.(map[string]any)
+		if cm, ok := m["configMap"].(map[string]any); ok {
+			out = append(out, "configMap:"+cm["name"].(string))
+		}
+	}
+	return out
+}
+
+// TestChartSchemaRejects: bad values fail `helm template` with a message
+// that names the value and what is wrong.
+func TestChartSchemaRejects(t *testing.T) {
+	helm := tool(t, "helm")
+	tests := []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"prometheus.url=ftp://prometheus:9090"}, "at '/prometheus/url': 'ftp://prometheus:9090' does not match pattern"},
+		{[]string{"prometheus.url="}, "at '/prometheus/url': '' does not match pattern"},
+		{[]string{"prometheus.url=null"}, "at '/prometheus': missing property 'url'"},
+		{[]string{"prometheus.url=prometheus.monitoring.svc:9090"}, "at '/prometheus/url'"},
+		{[]string{"prometheus.verb=PUT"}, "at '/prometheus/verb': value must be one of 'GET', 'POST'"},
+		{[]string{"prometheus.URL=http://x"}, "at '/prometheus': additional properties 'URL' not allowed"},
+		{[]string{"tls.mode=insecure"}, "at '/tls/mode': value must be one of 'selfSigned', 'certManager', 'existingSecret'"},
+		{[]string{"tls.mode=existingSecret"}, "at '/tls/existingSecret/name': minLength: got 0, want 1"},
+		{[]string{"tls.mode=existingSecret", "tls.existingSecret.name=x", "tls.existingSecret.caBundle=abc"}, "at '/tls/existingSecret/caBundle': 'abc' does not match pattern '-----BEGIN CERTIFICATE-----'"},
+		{[]string{"adapter.replicas=0"}, "at '/adapter/replicas': minimum: got 0, want 1"},
+		{[]string{"autoscaler.replicas=-1"}, "at '/autoscaler/replicas': minimum: got -1, want 1"},
+		{[]string{"autoscaler.mode=hpa"}, "at '/autoscaler/mode': value must be one of 'crd', 'native'"},
+		{[]string{"rules.custom[0].seriesQuery=up"}, "at '/rules/custom/0': missing property 'metricsQuery'"},
+		{[]string{"adapter.extraReadRules[0].apiGroups[0]=", "adapter.extraReadRules[0].resources[0]=secrets", "adapter.extraReadRules[0].verbs[0]=delete"}, "at '/adapter/extraReadRules/0/verbs/0': value must be one of 'get', 'list', 'watch'"},
+		{[]string{"apiServices.custom=false", "apiServices.external=false"}, "apiServices: enable at least one of custom, external and resource"},
+		{[]string{"prometheus.basicAuth.existingSecret=a", "prometheus.bearerToken.existingSecret=b"}, "prometheus: set either basicAuth.existingSecret or bearerToken.existingSecret, not both"},
+		{[]string{"prometheus.ca.existingSecret=a", "prometheus.ca.existingConfigMap=b"}, "prometheus.ca: set either existingSecret or existingConfigMap, not both"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.set, ","), func(t *testing.T) {
+			args := []string{"template", releaseName, chartDir(t), "--namespace", namespace}
+			for _, s := range tt.set {
+				args = append(args, "--set", s)
+			}
+			out, err := run(helmEnv(t), helm, args...)
+			if err == nil {
+				t.Fatalf("rendered; want an error containing %q:\n%.300s", tt.want, out)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error does not say %q:\n%v", tt.want, err)
+			}
+		})
+	}
+}
