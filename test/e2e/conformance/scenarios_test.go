@@ -1,0 +1,263 @@
+package conformance
+
+import (
+	"testing"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Metric spec helpers; values are quantities as strings.
+
+func utilization(pct int32) autoscalingv2.MetricTarget {
+	return autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To(pct)}
+}
+
+func averageValue(v string) autoscalingv2.MetricTarget {
+	return autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: ptr.To(resource.MustParse(v))}
+}
+
+func value(v string) autoscalingv2.MetricTarget {
+	return autoscalingv2.MetricTarget{Type: autoscalingv2.ValueMetricType, Value: ptr.To(resource.MustParse(v))}
+}
+
+func resourceMetric(name corev1.ResourceName, target autoscalingv2.MetricTarget) autoscalingv2.MetricSpec {
+	return autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType,
+		Resource: &autoscalingv2.ResourceMetricSource{Name: name, Target: target}}
+}
+
+func containerMetric(name corev1.ResourceName, container string, target autoscalingv2.MetricTarget) autoscalingv2.MetricSpec {
+	return autoscalingv2.MetricSpec{Type: autoscalingv2.ContainerResourceMetricSourceType,
+		ContainerResource: &autoscalingv2.ContainerResourceMetricSource{Name: name, Container: container, Target: target}}
+}
+
+func podsMetric(name string, target autoscalingv2.MetricTarget) autoscalingv2.MetricSpec {
+	return autoscalingv2.MetricSpec{Type: autoscalingv2.PodsMetricSourceType,
+		Pods: &autoscalingv2.PodsMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: name}, Target: target}}
+}
+
+// objectMetric is a metric of Service "front" (see twinMetrics.object).
+func objectMetric(name string, target autoscalingv2.MetricTarget) autoscalingv2.MetricSpec {
+	return autoscalingv2.MetricSpec{Type: autoscalingv2.ObjectMetricSourceType,
+		Object: &autoscalingv2.ObjectMetricSource{
+			DescribedObject: autoscalingv2.CrossVersionObjectReference{APIVersion: "v1", Kind: "Service", Name: "front"},
+			Metric:          autoscalingv2.MetricIdentifier{Name: name}, Target: target,
+		}}
+}
+
+func externalMetric(name string, selector map[string]string, target autoscalingv2.MetricTarget) autoscalingv2.MetricSpec {
+	id := autoscalingv2.MetricIdentifier{Name: name}
+	if selector != nil {
+		id.Selector = &metav1.LabelSelector{MatchLabels: selector}
+	}
+	return autoscalingv2.MetricSpec{Type: autoscalingv2.ExternalMetricSourceType,
+		External: &autoscalingv2.ExternalMetricSource{Metric: id, Target: target}}
+}
+
+func hpaSpec(minReplicas, maxReplicas int32, metrics ...autoscalingv2.MetricSpec) autoscalingv2.HorizontalPodAutoscalerSpec {
+	return autoscalingv2.HorizontalPodAutoscalerSpec{MinReplicas: ptr.To(minReplicas), MaxReplicas: maxReplicas, Metrics: metrics}
+}
+
+func withBehavior(s autoscalingv2.HorizontalPodAutoscalerSpec, b autoscalingv2.HorizontalPodAutoscalerBehavior) autoscalingv2.HorizontalPodAutoscalerSpec {
+	s.Behavior = &b
+	return s
+}
+
+func policy(t autoscalingv2.HPAScalingPolicyType, v, period int32) autoscalingv2.HPAScalingPolicy {
+	return autoscalingv2.HPAScalingPolicy{Type: t, Value: v, PeriodSeconds: period}
+}
+
+func selectPolicy(p autoscalingv2.ScalingPolicySelect) *autoscalingv2.ScalingPolicySelect { return &p }
+
+// Step helpers.
+
+func cpuStep(name string, vals ...string) step {
+	return step{name: name, set: func(m twinMetrics) { m.cpu(vals...) }}
+}
+
+func setStep(name string, set func(m twinMetrics)) step { return step{name: name, set: set} }
+
+var cpu50 = resourceMetric(corev1.ResourceCPU, utilization(50))
+
+// scenarios are the conformance cases; each runs in its own namespace,
+// in parallel with the others.
+var scenarios = []scenario{
+	// Resource, utilization and average value.
+	{name: "cpu-util-up-down", replicas: 2, spec: hpaSpec(1, 6, cpu50), steps: []step{
+		cpuStep("at target", "50m"), cpuStep("double", "100m"), cpuStep("at target", "50m"), cpuStep("idle", "10m"),
+	}},
+	{name: "cpu-util-tolerance", replicas: 4, spec: hpaSpec(1, 8, cpu50), steps: []step{
+		cpuStep("108% within tolerance", "54m"), cpuStep("90% on the edge", "45m"), cpuStep("60% scales down", "30m"),
+	}},
+	{name: "cpu-util-mixed", replicas: 3, spec: hpaSpec(1, 6, resourceMetric(corev1.ResourceCPU, utilization(60))), steps: []step{
+		cpuStep("average at target", "20m", "60m", "100m"), cpuStep("one pod hot", "20m", "60m", "160m"),
+	}},
+	{name: "cpu-average-value", replicas: 2, spec: hpaSpec(1, 6, resourceMetric(corev1.ResourceCPU, averageValue("80m"))), steps: []step{
+		cpuStep("at target", "80m"), cpuStep("double", "160m"), cpuStep("half", "40m"),
+	}},
+	{name: "memory-util", replicas: 2, spec: hpaSpec(1, 6, resourceMetric(corev1.ResourceMemory, utilization(50))), steps: []step{
+		setStep("at target", func(m twinMetrics) { m.memory("32Mi") }),
+		setStep("double", func(m twinMetrics) { m.memory("64Mi") }),
+		setStep("quarter", func(m twinMetrics) { m.memory("8Mi") }),
+	}},
+	{name: "memory-average-value", replicas: 2, spec: hpaSpec(1, 6, resourceMetric(corev1.ResourceMemory, averageValue("48Mi"))), steps: []step{
+		setStep("at target", func(m twinMetrics) { m.memory("48Mi") }),
+		setStep("double", func(m twinMetrics) { m.memory("96Mi") }),
+	}},
+	{name: "container-cpu-util", replicas: 2, spec: hpaSpec(1, 6, containerMetric(corev1.ResourceCPU, "app", utilization(50))), steps: []step{
+		cpuStep("at target", "50m"), cpuStep("double", "100m"), cpuStep("idle", "20m"),
+	}},
+	{name: "container-missing", replicas: 2, spec: hpaSpec(1, 6, containerMetric(corev1.ResourceCPU, "sidecar", utilization(50))), steps: []step{
+		cpuStep("no such container", "100m"),
+	}},
+	{name: "cpu-missing-pod", replicas: 3, spec: hpaSpec(1, 6, cpu50), steps: []step{
+		cpuStep("one pod without sample, up", "100m", "", "100m"), cpuStep("one pod without sample, down", "10m", "", "10m"),
+	}},
+	{name: "cpu-unready-pod", replicas: 3, spec: hpaSpec(1, 6, cpu50), steps: []step{
+		{name: "oldest pod unready, hot", set: func(m twinMetrics) { m.cpu("90m") }, act: markFirstPodUnready},
+		cpuStep("cooler", "30m"),
+	}},
+	{name: "cpu-pending-pod", replicas: 2, spec: hpaSpec(1, 6, cpu50), steps: []step{
+		{name: "a pending pod, hot", set: func(m twinMetrics) { m.cpu("80m") }, act: addPendingPod},
+		cpuStep("idle", "20m"),
+	}},
+	{name: "cpu-no-metrics", replicas: 2, spec: hpaSpec(1, 6, cpu50), steps: []step{
+		{name: "no PodMetrics"},
+	}},
+
+	// Pods metrics.
+	{name: "pods-average", replicas: 2, spec: hpaSpec(1, 6, podsMetric("qps", averageValue("10"))), steps: []step{
+		setStep("at target", func(m twinMetrics) { m.pods("qps", "10") }),
+		setStep("2.5x", func(m twinMetrics) { m.pods("qps", "25") }),
+		setStep("low", func(m twinMetrics) { m.pods("qps", "4") }),
+	}},
+	{name: "pods-missing", replicas: 3, spec: hpaSpec(1, 6, podsMetric("qps", averageValue("10"))), steps: []step{
+		setStep("one missing, up", func(m twinMetrics) { m.pods("qps", "20", "", "20") }),
+		setStep("one missing, down", func(m twinMetrics) { m.pods("qps", "2", "", "2") }),
+	}},
+	{name: "pods-mixed-values", replicas: 3, spec: hpaSpec(1, 6, podsMetric("qps", averageValue("15"))), steps: []step{
+		setStep("20/10/30", func(m twinMetrics) { m.pods("qps", "20", "10", "30") }),
+	}},
+	{name: "pods-pending-pod", replicas: 2, spec: hpaSpec(1, 6, podsMetric("qps", averageValue("10"))), steps: []step{
+		{name: "a pending pod", set: func(m twinMetrics) { m.pods("qps", "16") }, act: addPendingPod},
+	}},
+	{name: "pods-no-metric", replicas: 2, spec: hpaSpec(1, 6, podsMetric("qps", averageValue("10"))), steps: []step{
+		{name: "metric absent"},
+	}},
+
+	// Object metrics.
+	{name: "object-value", replicas: 2, spec: hpaSpec(1, 6, objectMetric("rps", value("100"))), steps: []step{
+		setStep("at target", func(m twinMetrics) { m.object("rps", "100") }),
+		setStep("2.5x", func(m twinMetrics) { m.object("rps", "250") }),
+		setStep("low", func(m twinMetrics) { m.object("rps", "40") }),
+	}},
+	{name: "object-average-value", replicas: 2, spec: hpaSpec(1, 6, objectMetric("rps", averageValue("50"))), steps: []step{
+		setStep("at target", func(m twinMetrics) { m.object("rps", "100") }),
+		setStep("6 pods worth", func(m twinMetrics) { m.object("rps", "300") }),
+		setStep("low", func(m twinMetrics) { m.object("rps", "60") }),
+	}},
+	{name: "object-missing", replicas: 2, spec: hpaSpec(1, 6, objectMetric("rps", value("100"))), steps: []step{
+		{name: "metric absent"},
+	}},
+
+	// External metrics.
+	{name: "external-value", replicas: 2, spec: hpaSpec(1, 6, externalMetric("queue", nil, value("10"))), steps: []step{
+		setStep("sum at target", func(m twinMetrics) { m.external("queue", "5", "5") }),
+		setStep("sum 2.5x", func(m twinMetrics) { m.external("queue", "15", "10") }),
+		setStep("sum low", func(m twinMetrics) { m.external("queue", "2", "1") }),
+	}},
+	{name: "external-average-selector", replicas: 2, spec: hpaSpec(1, 6, externalMetric("queue", map[string]string{"series": "a"}, averageValue("4"))), steps: []step{
+		setStep("8 on the selected series", func(m twinMetrics) { m.external("queue", "8", "100") }),
+		setStep("20", func(m twinMetrics) { m.external("queue", "20", "100") }),
+		setStep("3", func(m twinMetrics) { m.external("queue", "3", "100") }),
+	}},
+	{name: "external-missing", replicas: 2, spec: hpaSpec(1, 6, externalMetric("queue", nil, value("10"))), steps: []step{
+		{name: "metric absent"},
+	}},
+
+	// Several metrics.
+	{name: "multi-max", replicas: 2, spec: hpaSpec(1, 6, cpu50, podsMetric("qps", averageValue("10"))), steps: []step{
+		setStep("pods metric wins", func(m twinMetrics) { m.cpu("50m"); m.pods("qps", "25") }),
+		setStep("cpu wins", func(m twinMetrics) { m.cpu("75m"); m.pods("qps", "1") }),
+	}},
+	{name: "multi-one-failing-up", replicas: 2, spec: hpaSpec(1, 6, cpu50, objectMetric("rps", value("100"))), steps: []step{
+		cpuStep("cpu high, object absent", "100m"),
+	}},
+	{name: "multi-one-failing-no-down", replicas: 4, spec: hpaSpec(1, 6, cpu50, externalMetric("queue", nil, value("10"))), steps: []step{
+		cpuStep("cpu low, external absent", "10m"),
+		setStep("external back", func(m twinMetrics) { m.external("queue", "5") }),
+	}},
+
+	// Clamping to [min, max].
+	{name: "clamp-max", replicas: 2, spec: hpaSpec(1, 3, cpu50), steps: []step{cpuStep("hot", "200m")}},
+	{name: "clamp-min", replicas: 3, spec: hpaSpec(3, 6, cpu50), steps: []step{cpuStep("idle", "10m")}},
+	{name: "above-max", replicas: 5, spec: hpaSpec(1, 3, cpu50), steps: []step{cpuStep("at target", "50m")}},
+	{name: "below-min", replicas: 1, spec: hpaSpec(3, 6, cpu50), steps: []step{cpuStep("at target", "50m")}},
+	{name: "legacy-scale-up-limit", replicas: 1, spec: hpaSpec(1, 10, cpu50), steps: []step{cpuStep("10x", "500m")}},
+	{name: "paused-at-zero", replicas: 0, spec: hpaSpec(1, 6, cpu50), steps: []step{cpuStep("hot", "200m")}},
+
+	// Behaviors.
+	{name: "behavior-up-pods-policy", replicas: 1, spec: withBehavior(hpaSpec(1, 5, cpu50), autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleUp: &autoscalingv2.HPAScalingRules{Policies: []autoscalingv2.HPAScalingPolicy{policy(autoscalingv2.PodsScalingPolicy, 1, 10)}},
+	}), steps: []step{cpuStep("hot", "200m")}},
+	{name: "behavior-up-select-min", replicas: 2, spec: withBehavior(hpaSpec(1, 8, cpu50), autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleUp: &autoscalingv2.HPAScalingRules{
+			Policies: []autoscalingv2.HPAScalingPolicy{
+				policy(autoscalingv2.PercentScalingPolicy, 50, 10), policy(autoscalingv2.PodsScalingPolicy, 3, 10),
+			},
+			SelectPolicy: selectPolicy(autoscalingv2.MinChangePolicySelect),
+		},
+	}), steps: []step{cpuStep("hot", "200m")}},
+	{name: "behavior-down-disabled", replicas: 4, spec: withBehavior(hpaSpec(1, 6, cpu50), autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleDown: &autoscalingv2.HPAScalingRules{SelectPolicy: selectPolicy(autoscalingv2.DisabledPolicySelect)},
+	}), steps: []step{cpuStep("idle", "10m"), cpuStep("hot", "100m")}},
+	{name: "behavior-up-disabled", replicas: 2, spec: withBehavior(hpaSpec(1, 6, cpu50), autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleUp: &autoscalingv2.HPAScalingRules{SelectPolicy: selectPolicy(autoscalingv2.DisabledPolicySelect)},
+	}), steps: []step{cpuStep("hot", "200m"), cpuStep("idle", "10m")}},
+	{name: "behavior-down-policy", replicas: 6, spec: withBehavior(hpaSpec(1, 6, cpu50), autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleDown: &autoscalingv2.HPAScalingRules{
+			StabilizationWindowSeconds: ptr.To[int32](5),
+			Policies:                   []autoscalingv2.HPAScalingPolicy{policy(autoscalingv2.PodsScalingPolicy, 2, 10)},
+		},
+	}), steps: []step{cpuStep("idle", "10m")}},
+	{name: "behavior-up-stabilization", replicas: 2, spec: withBehavior(hpaSpec(1, 6, objectMetric("rps", averageValue("10"))), autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](10)},
+	}), steps: []step{
+		setStep("at target", func(m twinMetrics) { m.object("rps", "20") }),
+		setStep("sustained 5 pods worth", func(m twinMetrics) { m.object("rps", "50") }),
+	}},
+	{name: "tolerance-up", replicas: 4, spec: withBehavior(hpaSpec(1, 8, externalMetric("queue", nil, averageValue("10"))), autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleUp: &autoscalingv2.HPAScalingRules{Tolerance: ptr.To(resource.MustParse("50m"))},
+	}), steps: []step{
+		setStep("1.1x, outside a 5% tolerance", func(m twinMetrics) { m.external("queue", "44") }),
+	}},
+	{name: "tolerance-down", replicas: 4, spec: withBehavior(hpaSpec(1, 8, externalMetric("queue", nil, averageValue("10"))), autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleDown: &autoscalingv2.HPAScalingRules{Tolerance: ptr.To(resource.MustParse("300m")), StabilizationWindowSeconds: ptr.To[int32](0)},
+	}), steps: []step{
+		setStep("0.75x, within a 30% tolerance", func(m twinMetrics) { m.external("queue", "30") }),
+		setStep("0.5x", func(m twinMetrics) { m.external("queue", "20") }),
+	}},
+
+	// Scale to zero (HPAScaleToZero).
+	{name: "zero-external", replicas: 2, spec: hpaSpec(0, 4, externalMetric("queue", nil, value("10"))), steps: []step{
+		setStep("2x", func(m twinMetrics) { m.external("queue", "20") }),
+		setStep("empty queue", func(m twinMetrics) { m.external("queue", "0") }),
+		setStep("from zero", func(m twinMetrics) { m.external("queue", "25") }),
+	}},
+	{name: "zero-object", replicas: 2, spec: hpaSpec(0, 5, objectMetric("rps", averageValue("10"))), steps: []step{
+		setStep("idle", func(m twinMetrics) { m.object("rps", "0") }),
+		setStep("from zero", func(m twinMetrics) { m.object("rps", "35") }),
+	}},
+}
+
+func TestConformance(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			runScenario(t, sc)
+		})
+	}
+}
