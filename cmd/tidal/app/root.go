@@ -11,6 +11,7 @@ import (
 	"k8s.io/component-base/logs"
 
 	adapterapp "github.com/tidal-autoscaler/tidal/adapter/app"
+	"github.com/tidal-autoscaler/tidal/adapter/explain"
 	autoscalerapp "github.com/tidal-autoscaler/tidal/autoscaler/app"
 	"github.com/tidal-autoscaler/tidal/internal/cmdutil"
 	rulesapp "github.com/tidal-autoscaler/tidal/rules/app"
@@ -29,10 +30,14 @@ autoscaler controller, and the rule file tooling.`,
 		// Without a subcommand there is nothing to run: show the help.
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	// `tidal rules explain` runs the adapter's discovery and rendering, so
+	// it is attached here: rules/ does not import adapter/.
+	rules := rulesapp.NewCommand()
+	rules.AddCommand(explain.NewCommand())
 	cmd.AddCommand(
 		adapterapp.NewCommand(ctx),
 		autoscalerapp.NewCommand(ctx),
-		rulesapp.NewCommand(),
+		rules,
 		newVersionCommand(),
 	)
 

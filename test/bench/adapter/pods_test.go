@@ -1,0 +1,316 @@
+package adapter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/tidal-autoscaler/tidal/test/exporter"
+	"github.com/tidal-autoscaler/tidal/test/harness"
+)
+
+const (
+	benchNamespace = "bench"
+	benchApp       = "web"
+	podsRules      = `rules:
+- seriesQuery: 'bench_http_requests_total{namespace!="",pod!=""}'
+  resources:
+    overrides:
+      namespace: {resource: namespace}
+      pod: {resource: pod}
+  name: {matches: "^bench_(.*)_total$", as: "${1}_per_second"}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)'
+`
+	podsMetric = "http_requests_per_second"
+)
+
+// podsWorkload creates the Deployment and one counter per pod, once.
+var podsWorkload struct {
+	once sync.Once
+	pods int
+	err  error
+}
+
+func ensurePods(ctx context.Context, h *harness.Harness, n int) error {
+	podsWorkload.once.Do(func() {
+		if err := h.EnsureNamespace(ctx, benchNamespace); err != nil {
+			podsWorkload.err = err
+			return
+		}
+		if _, err := h.Client.AppsV1().Deployments(benchNamespace).Create(ctx, harness.Deployment(benchNamespace, benchApp, int32(n)), metav1.CreateOptions{}); err != nil {
+			podsWorkload.err = err
+			return
+		}
+		pods, err := h.WaitDeploymentReady(ctx, benchNamespace, benchApp, 5*time.Minute)
+		if err != nil {
+			podsWorkload.err = err
+			return
+		}
+		for i, p := range pods {
+			h.Exporter.SetCounterRate("bench_http_requests_total", exporter.Labels{"namespace": benchNamespace, "pod": p.Name}, float64(i%10+1))
+		}
+		podsWorkload.pods = len(pods)
+	})
+	return podsWorkload.err
+}
+
+// startServer starts `tidal adapter` (default flags) or prometheus-adapter
+// with rules and registers it as custom.metrics.k8s.io v1beta1 and
+// v1beta2, replacing the other one.
+func startServer(ctx context.Context, b *testing.B, h *harness.Harness, kind, bin, rules string, args ...string) (*server, error) {
+	ruleFile := filepath.Join(b.TempDir(), "rules.yaml")
+	if err := os.WriteFile(ruleFile, []byte(rules), 0o600); err != nil {
+		return nil, err
+	}
+	apis := [][2]string{{"custom.metrics.k8s.io", "v1beta1"}, {"custom.metrics.k8s.io", "v1beta2"}}
+	if kind == "tidal" {
+		a, err := h.StartAdapter(ctx, harness.AdapterOptions{Binary: bin, RuleFile: ruleFile, Args: args, APIServices: apis})
+		if err != nil {
+			return nil, err
+		}
+		b.Cleanup(func() { _ = a.Process.Stop(10 * time.Second) })
+		return &server{name: kind, pid: a.Process.PID(), url: a.URL("")}, nil
+	}
+	return startPeer(ctx, b, h, bin, ruleFile, apis, args...)
+}
+
+// startPeer runs prometheus-adapter v0.12 with default flags as the
+// tidal-adapter service account (StartAdapter bound its RBAC), serving on
+// its own Service name.
+func startPeer(ctx context.Context, b *testing.B, h *harness.Harness, bin, ruleFile string, apis [][2]string, extra ...string) (*server, error) {
+	const ns, svc = "tidal-system", "prometheus-adapter"
+	kubeconfig, _, err := h.Kubeconfig(harness.ServiceAccountIdentity("tidal-system", "tidal-adapter"))
+	if err != nil {
+		return nil, err
+	}
+	kp, err := h.ServingCertFor(ns, svc)
+	if err != nil {
+		return nil, err
+	}
+	certFile, keyFile, err := kp.WriteFiles(h.Dir, "peer-serving")
+	if err != nil {
+		return nil, err
+	}
+	port, err := harness.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
+		"--tls-cert-file=" + certFile, "--tls-private-key-file=" + keyFile,
+		"--lister-kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+		"--prometheus-url=" + h.PrometheusURL, "--config=" + ruleFile,
+		"--metrics-relist-interval=1m",
+	}, extra...)
+	p, err := h.StartProcess("prometheus-adapter", bin, args, port)
+	if err != nil {
+		return nil, err
+	}
+	b.Cleanup(func() { _ = p.Stop(10 * time.Second) })
+	s := &server{name: "prometheus-adapter", pid: p.PID(), url: fmt.Sprintf("https://127.0.0.1:%d", port)}
+	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig(h)}}
+	if err := harness.WaitReady(ctx, p, "prometheus-adapter /healthz", 90*time.Second, func(ctx context.Context) error {
+		return httpGetOK(ctx, probe, s.url+"/healthz")
+	}); err != nil {
+		return nil, err
+	}
+	srv := harness.AggregatedServer{Namespace: ns, Service: svc, Port: port, CABundle: h.CA.CertPEM}
+	for _, gv := range apis {
+		if err := h.RegisterAPIService(ctx, srv, gv[0], gv[1]); err != nil {
+			return nil, err
+		}
+	}
+	for _, gv := range apis {
+		if err := h.WaitAPIServiceAvailable(ctx, gv[1]+"."+gv[0], 60*time.Second); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// metricList is the part of a MetricValueList the benchmark checks.
+type metricList struct {
+	Items []struct {
+		DescribedObject struct{ Name string } `json:"describedObject"`
+		Value           string                `json:"value"`
+	} `json:"items"`
+}
+
+// BenchmarkPodsCustomMetric measures pods/* custom-metric requests through
+// the aggregator as the HPA makes them.
+func BenchmarkPodsCustomMetric(b *testing.B) {
+	h, bin, peer := setup(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	pods := envInt("TIDAL_BENCH_PODS", 100)
+	if err := ensurePods(ctx, h, pods); err != nil {
+		b.Fatal(err)
+	}
+	servers := []struct{ name, bin string }{{"tidal", bin}}
+	if peer != "" {
+		servers = append(servers, struct{ name, bin string }{"prometheus-adapter", peer})
+	} else {
+		b.Log("TIDAL_BENCH_PEER unset: prometheus-adapter not run")
+	}
+	for _, s := range servers {
+		b.Run(s.name, func(b *testing.B) {
+			b.StopTimer()
+			srv, err := startServer(ctx, b, h, s.name, s.bin, podsRules)
+			if err != nil {
+				b.Fatal(err)
+			}
+			hpa, err := h.RestConfigFor(harness.HPAServiceAccount)
+			if err != nil {
+				b.Fatal(err)
+			}
+			clients := envInt("TIDAL_BENCH_CLIENTS", 32)
+			hpa.QPS, hpa.Burst = -1, 0 // the load is the point: no client-side limit
+			tr, err := rest.TransportFor(hpa)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if t, ok := tr.(*http.Transport); ok {
+				t.MaxIdleConnsPerHost = clients
+			}
+			client := &http.Client{Transport: tr, Timeout: 60 * time.Second}
+			url := fmt.Sprintf("%s/apis/custom.metrics.k8s.io/v1beta2/namespaces/%s/pods/*/%s?labelSelector=app%%3D%s", h.APIServerURL, benchNamespace, podsMetric, benchApp)
+
+			// Correctness first: every pod has a value before the load.
+			if err := harness.WaitReady(ctx, nil, s.name+" serving pods/*", 3*time.Minute, func(ctx context.Context) error {
+				n, err := fetch(ctx, client, url)
+				if err != nil {
+					return err
+				}
+				if n != podsWorkload.pods {
+					return fmt.Errorf("%d items, want %d", n, podsWorkload.pods)
+				}
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+
+			res, err := load(ctx, client, url, srv.pid, clients,
+				envInt("TIDAL_BENCH_REQUESTS", 5000), envDuration("TIDAL_BENCH_DURATION", 30*time.Second), b)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(res.rps, "rps")
+			b.ReportMetric(ms(res.p50), "p50-ms")
+			b.ReportMetric(ms(res.p99), "p99-ms")
+			b.ReportMetric(res.cpuPerReq*1000, "cpu-ms/req")
+			b.ReportMetric(float64(res.errors), "errors")
+			b.ReportMetric(0, "ns/op")
+			b.Logf("%s: %d requests (%d errors) by %d clients in %s: %.1f req/s, p50 %s, p99 %s, adapter CPU %.2f ms/request; first error: %v",
+				s.name, res.requests, res.errors, clients, res.elapsed.Round(time.Millisecond), res.rps, res.p50, res.p99, res.cpuPerReq*1000, res.firstErr)
+		})
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// fetch GETs a MetricValueList and returns its item count.
+func fetch(ctx context.Context, c *http.Client, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s: %.300s", resp.Status, body)
+	}
+	var l metricList
+	if err := json.Unmarshal(body, &l); err != nil {
+		return 0, err
+	}
+	return len(l.Items), nil
+}
+
+type loadResult struct {
+	requests, errors int
+	firstErr         error
+	elapsed          time.Duration
+	rps              float64
+	p50, p99         time.Duration
+	cpuPerReq        float64
+}
+
+// load runs clients concurrent loops until maxRequests were sent or
+// maxTime passed, and measures the server process's CPU meanwhile. The
+// benchmark timer runs only during the load.
+func load(ctx context.Context, c *http.Client, url string, pid, clients, maxRequests int, maxTime time.Duration, b *testing.B) (loadResult, error) {
+	var res loadResult
+	cpu0, err := cpuSeconds(pid)
+	if err != nil {
+		return res, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, maxTime)
+	defer cancel()
+	var sent atomic.Int64
+	lat := make([][]time.Duration, clients)
+	errs := make([]int, clients)
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	b.StartTimer()
+	began := time.Now()
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for sent.Add(1) <= int64(maxRequests) && ctx.Err() == nil {
+				t := time.Now()
+				_, err := fetch(ctx, c, url)
+				if ctx.Err() != nil {
+					return // cut by the time bound: not counted
+				}
+				lat[i] = append(lat[i], time.Since(t))
+				if err != nil {
+					errs[i]++
+					firstErr.CompareAndSwap(nil, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	res.elapsed = time.Since(began)
+	b.StopTimer()
+	cpu1, err := cpuSeconds(pid)
+	if err != nil {
+		return res, err
+	}
+	var all []time.Duration
+	for i := range clients {
+		all = append(all, lat[i]...)
+		res.errors += errs[i]
+	}
+	if e, ok := firstErr.Load().(error); ok {
+		res.firstErr = e
+	}
+	res.requests = len(all)
+	if res.requests == 0 {
+		return res, fmt.Errorf("no request completed within %s", maxTime)
+	}
+	sortDurations(all)
+	res.p50, res.p99 = percentile(all, 50), percentile(all, 99)
+	res.rps = float64(res.requests) / res.elapsed.Seconds()
+	res.cpuPerReq = (cpu1 - cpu0) / float64(res.requests)
+	return res, nil
+}

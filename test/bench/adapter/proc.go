@@ -1,0 +1,87 @@
+package adapter
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat times.
+var clockTicks = func() float64 {
+	out, err := exec.Command("getconf", "CLK_TCK").Output()
+	if err == nil {
+		if v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64); err == nil && v > 0 {
+			return v
+		}
+	}
+	return 100
+}()
+
+// cpuSeconds is the user+system CPU time a process has used so far.
+func cpuSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: fields count from the
+	// last ')'. utime and stime are fields 14 and 15.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+	}
+	// f[0] is field 3 (state): utime is f[11], stime f[12].
+	u, err1 := strconv.ParseFloat(f[11], 64)
+	st, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+	}
+	return (u + st) / clockTicks, nil
+}
+
+// statusKiB reads a "Vm..." field of /proc/PID/status, in KiB.
+func statusKiB(pid int, field string) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				break
+			}
+			return strconv.ParseFloat(f[0], 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// percentile returns the p-th percentile (0..100) of sorted durations,
+// nearest rank.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(float64(len(sorted))*p/100+0.5) - 1
+	rank = max(0, min(rank, len(sorted)-1))
+	return sorted[rank]
+}
+
+func sortDurations(d []time.Duration) {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+}
+
+func median(d []time.Duration) time.Duration {
+	c := append([]time.Duration(nil), d...)
+	sortDurations(c)
+	return percentile(c, 50)
+}
