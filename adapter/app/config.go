@@ -17,6 +17,7 @@ import (
 	generatedcustommetrics "sigs.k8s.io/custom-metrics-apiserver/pkg/generated/openapi/custommetrics"
 	generatedexternalmetrics "sigs.k8s.io/custom-metrics-apiserver/pkg/generated/openapi/externalmetrics"
 
+	"github.com/tidal-autoscaler/tidal/adapter/resourcemetrics"
 	"github.com/tidal-autoscaler/tidal/internal/kubeconfig"
 	"github.com/tidal-autoscaler/tidal/internal/version"
 )
@@ -135,8 +136,9 @@ func openAPIConfigs(apis APIOptions) (*openapicommon.Config, *openapicommon.Open
 	if apis.ExternalMetrics {
 		getters = append(getters, generatedexternalmetrics.GetOpenAPIDefinitions)
 	}
-	// TODO(resource-metrics): add the metrics.k8s.io definitions when that
-	// group is served.
+	if apis.ResourceMetrics {
+		getters = append(getters, resourcemetrics.GetOpenAPIDefinitions)
+	}
 	defs := func(ref openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition {
 		merged := map[string]openapicommon.OpenAPIDefinition{}
 		for _, get := range getters {
@@ -146,7 +148,7 @@ func openAPIConfigs(apis APIOptions) (*openapicommon.Config, *openapicommon.Open
 		}
 		return merged
 	}
-	namer := openapinamer.NewDefinitionNamer(apiserver.Scheme)
+	namer := openapinamer.NewDefinitionNamer(apiserver.Scheme, resourcemetrics.Scheme)
 
 	v2 := genericapiserver.DefaultOpenAPIConfig(defs, namer)
 	v2.Info.Title = serverName

@@ -126,7 +126,7 @@ func (o *APIOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ExternalMetrics, "enable-external-metrics", o.ExternalMetrics,
 		"Serve external.metrics.k8s.io (v1beta1).")
 	fs.BoolVar(&o.ResourceMetrics, "enable-resource-metrics", o.ResourceMetrics,
-		"Serve metrics.k8s.io (v1beta1). Not served by this build yet: the flag is accepted so deployments need not change when it is.")
+		"Serve metrics.k8s.io (v1beta1: PodMetrics, NodeMetrics, for kubectl top and CPU/memory HPAs) from the rule file's resourceRules. Only when the rule file has resourceRules at start: without them the group is not installed, so a metrics-server can own it. Set false to leave metrics.k8s.io to metrics-server even when the rule file has resourceRules.")
 }
 
 // Validate reports every problem with the options at once.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/adapter/discovery"
 	"github.com/tidal-autoscaler/tidal/adapter/monitor"
+	"github.com/tidal-autoscaler/tidal/adapter/resourcemetrics"
 	"github.com/tidal-autoscaler/tidal/internal/version"
 )
 
@@ -48,12 +49,23 @@ func (c *Config) Run(ctx context.Context) error {
 		return fmt.Errorf("adding the discovery readiness check: %w", err)
 	}
 
-	// TODO(resource-metrics): metrics.k8s.io v1beta1 (PodMetrics,
-	// NodeMetrics) is installed here, on server.GenericAPIServer, when
-	// c.APIs.ResourceMetrics is set. custom-metrics-apiserver does not
-	// serve that group, so it needs its own API group installation.
+	// metrics.k8s.io is installed beside the groups custom-metrics-apiserver
+	// serves, when enabled and the rule file has resourceRules at start.
+	resourceMetrics := false
 	if c.APIs.ResourceMetrics {
-		klog.InfoS("metrics.k8s.io is not served by this build; --enable-resource-metrics has no effect yet")
+		if parts.reloader.Current().Resource == nil {
+			klog.InfoS("Not serving metrics.k8s.io: the rule file has no resourceRules (they are read at start only)")
+		} else {
+			rm := resourcemetrics.New(resourcemetrics.Options{
+				Rules:   parts.reloader.Current,
+				Timeout: 3 * c.Prometheus.Timeout,
+				Metrics: m,
+			})
+			if err := resourcemetrics.Install(ctx, server.GenericAPIServer, rm, parts.objects); err != nil {
+				return fmt.Errorf("installing metrics.k8s.io: %w", err)
+			}
+			resourceMetrics = true
+		}
 	}
 
 	klog.InfoS("Starting tidal adapter",
@@ -61,6 +73,7 @@ func (c *Config) Run(ctx context.Context) error {
 		"prometheus", c.Prometheus.URL.Redacted(),
 		"customMetrics", c.APIs.CustomMetrics,
 		"externalMetrics", c.APIs.ExternalMetrics,
+		"resourceMetrics", resourceMetrics,
 		"ruleFile", c.Rules.File,
 	)
 	var wg sync.WaitGroup

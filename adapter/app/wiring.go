@@ -27,6 +27,7 @@ type parts struct {
 	reloader   *ruleset.Reloader
 	discoverer *discovery.Discoverer
 	provider   *provider.Provider
+	objects    objects.Lister
 }
 
 // build wires the components. Nothing contacts the cluster or Prometheus
@@ -76,10 +77,11 @@ func (c *Config) build(ctx context.Context, m *monitor.Metrics) (*parts, error) 
 		OnFailure: rejectionRecorder(ctx, kube),
 		Metrics:   m,
 	})
+	p.objects = objects.NewInformerLister(ctx, meta)
 	p.provider = provider.New(provider.Options{
 		Discovery: d,
 		Mapper:    mapper,
-		Objects:   objects.NewInformerLister(ctx, meta),
+		Objects:   p.objects,
 		Metrics:   m,
 	})
 	return p, nil

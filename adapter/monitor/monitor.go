@@ -33,6 +33,10 @@ type Metrics struct {
 
 	Reloads          *metrics.CounterVec
 	ConfigGeneration *metrics.Gauge
+
+	// ResourceMissing counts metrics.k8s.io objects served without a
+	// resource (or left out, resource="all") for lack of samples.
+	ResourceMissing *metrics.CounterVec
 }
 
 // New returns unregistered metrics.
@@ -73,6 +77,8 @@ func New() *Metrics {
 			Namespace: namespace, Subsystem: subsystem, Name: "config_generation",
 			Help: "Number of rule files loaded successfully since start (1 after the first load).", StabilityLevel: metrics.ALPHA,
 		}),
+		ResourceMissing: metrics.NewCounterVec(ptr(opts("resource_metrics_missing_total",
+			"metrics.k8s.io objects answered without a resource because its query had no usable sample for them, by object (pod, node) and resource (cpu, memory; all when the object was left out).")), []string{"object", "resource"}),
 	}
 }
 
@@ -84,6 +90,7 @@ func (m *Metrics) Register(r Registerer) {
 		m.DiscoveryDuration, m.DiscoveryErrors, m.DiscoveredMetrics, m.DiscoveryLastRun,
 		m.QueryDuration, m.QueryErrors, m.CacheHits, m.Coalesced,
 		m.Reloads, m.ConfigGeneration,
+		m.ResourceMissing,
 	)
 }
 

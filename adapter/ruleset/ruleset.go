@@ -38,6 +38,9 @@ type Rule struct {
 // Set is a compiled rule file.
 type Set struct {
 	Custom, External []*Rule
+	// Resource are the resourceRules (metrics.k8s.io); nil when the file
+	// has none.
+	Resource *ResourceRules
 	// File is the rule file's path; "" when no file was given.
 	File string
 }
@@ -84,6 +87,13 @@ func Compile(cfg *config.Config, mapper naming.ResourceMapper, backends Backends
 			continue
 		}
 		s.External = append(s.External, rule)
+	}
+	if cfg.ResourceRules != nil {
+		rr, err := compileResourceRules(cfg.ResourceRules, mapper, b)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", cfg.File, err))
+		}
+		s.Resource = rr
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

@@ -43,7 +43,7 @@ externalRules:
 - seriesQuery: 'global_backlog{queue!=""}'
   resources: {namespaced: false}
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
-`
+` + resourceRules
 
 // env is shared by the package's tests: one control plane, one adapter.
 var env struct {
@@ -111,6 +111,7 @@ func setup(ctx context.Context) (*harness.Harness, error) {
 		h.Exporter.SetCounterRate("http_requests_total", exporter.Labels{"namespace": ns, "pod": name, "service": "web", "code": "200"}, rate)
 	}
 	h.Exporter.SetCounterRate("http_requests_total", exporter.Labels{"namespace": ns, "pod": env.pods[0], "service": "web", "code": "500"}, errorRate)
+	setResourceSeries(h)
 	h.Exporter.SetGauge("app_queue_depth", exporter.Labels{"namespace": ns, "deployment": "web"}, 3.14159)
 	h.Exporter.SetGauge("queue_messages", exporter.Labels{"namespace": ns, "queue": "orders"}, 17.5)
 	h.Exporter.SetGauge("queue_messages", exporter.Labels{"namespace": "other", "queue": "billing"}, 3)
@@ -168,13 +169,14 @@ func setup(ctx context.Context) (*harness.Harness, error) {
 			{"custom.metrics.k8s.io", "v1beta1"},
 			{"custom.metrics.k8s.io", "v1beta2"},
 			{"external.metrics.k8s.io", "v1beta1"},
+			{"metrics.k8s.io", "v1beta1"},
 		},
 	})
 	if err != nil {
 		return h, err
 	}
 	// Available APIServices may take a moment more to be proxied.
-	for _, gv := range []string{"custom.metrics.k8s.io/v1beta1", "custom.metrics.k8s.io/v1beta2", "external.metrics.k8s.io/v1beta1"} {
+	for _, gv := range []string{"custom.metrics.k8s.io/v1beta1", "custom.metrics.k8s.io/v1beta2", "external.metrics.k8s.io/v1beta1", "metrics.k8s.io/v1beta1"} {
 		if err := harness.WaitReady(ctx, nil, gv+" proxied", 60*time.Second, func(ctx context.Context) error {
 			_, err := h.Client.Discovery().ServerResourcesForGroupVersion(gv)
 			return err

@@ -1,0 +1,147 @@
+package resourcemetrics
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	openapicommon "k8s.io/kube-openapi/pkg/common"
+	msapi "sigs.k8s.io/metrics-server/pkg/api"
+	msopenapi "sigs.k8s.io/metrics-server/pkg/api/generated/openapi"
+
+	"github.com/tidal-autoscaler/tidal/adapter/objects"
+)
+
+var (
+	podsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	nodesGVR = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+)
+
+// Scheme holds the metrics.k8s.io types; give it to the OpenAPI
+// definition namer.
+var Scheme = msapi.Scheme
+
+// GetOpenAPIDefinitions are the OpenAPI definitions of the metrics.k8s.io
+// types, which the server's OpenAPI config must include.
+var GetOpenAPIDefinitions openapicommon.GetOpenAPIDefinitions = msopenapi.GetOpenAPIDefinitions
+
+// Install serves metrics.k8s.io v1beta1 on server from p, listing pods and
+// nodes from l's watch caches (which must be a CacheLister, as
+// objects.NewInformerLister's is). ctx bounds the first fill of those
+// caches, started here in the background.
+func Install(ctx context.Context, server *genericapiserver.GenericAPIServer, p *Provider, l objects.Lister) error {
+	cl, ok := l.(objects.CacheLister)
+	if !ok {
+		return fmt.Errorf("the object lister %T has no watch caches to list pods and nodes from", l)
+	}
+	pods := &syncedLister{ctx: ctx, l: cl, gvr: podsGVR}
+	nodes := &syncedLister{ctx: ctx, l: cl, gvr: nodesGVR}
+	// Fill the caches now, so the first request does not wait for them.
+	go func() { _, _ = pods.lister() }()
+	go func() { _, _ = nodes.lister() }()
+	return msapi.Install(p, pods, nodeLister{nodes}, server, nil)
+}
+
+// syncedLister is a cache.GenericLister that waits for its cache's first
+// fill (up to objects.SyncTimeout) and reports why it cannot be filled,
+// instead of answering from an empty cache.
+type syncedLister struct {
+	ctx context.Context
+	l   objects.CacheLister
+	gvr schema.GroupVersionResource
+}
+
+func (s *syncedLister) lister() (cache.GenericLister, error) {
+	return s.l.GenericLister(s.ctx, s.gvr)
+}
+
+func (s *syncedLister) List(selector labels.Selector) ([]runtime.Object, error) {
+	l, err := s.lister()
+	if err != nil {
+		return nil, err
+	}
+	return l.List(selector)
+}
+
+func (s *syncedLister) Get(name string) (runtime.Object, error) {
+	l, err := s.lister()
+	if err != nil {
+		return nil, err
+	}
+	return l.Get(name)
+}
+
+func (s *syncedLister) ByNamespace(namespace string) cache.GenericNamespaceLister {
+	return syncedNamespaceLister{s: s, namespace: namespace}
+}
+
+type syncedNamespaceLister struct {
+	s         *syncedLister
+	namespace string
+}
+
+func (n syncedNamespaceLister) List(selector labels.Selector) ([]runtime.Object, error) {
+	l, err := n.s.lister()
+	if err != nil {
+		return nil, err
+	}
+	return l.ByNamespace(n.namespace).List(selector)
+}
+
+func (n syncedNamespaceLister) Get(name string) (runtime.Object, error) {
+	l, err := n.s.lister()
+	if err != nil {
+		return nil, err
+	}
+	return l.ByNamespace(n.namespace).Get(name)
+}
+
+// nodeLister serves the node metadata cache as the NodeLister
+// metrics-server's storage wants: Nodes with only their ObjectMeta, which
+// is all it reads (names, labels for selectors, field selectors).
+type nodeLister struct{ s *syncedLister }
+
+var _ corelisters.NodeLister = nodeLister{}
+
+func (n nodeLister) List(selector labels.Selector) ([]*corev1.Node, error) {
+	objs, err := n.s.List(selector)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Node, 0, len(objs))
+	for _, o := range objs {
+		if node := asNode(o); node != nil {
+			out = append(out, node)
+		}
+	}
+	return out, nil
+}
+
+func (n nodeLister) Get(name string) (*corev1.Node, error) {
+	o, err := n.s.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	node := asNode(o)
+	if node == nil {
+		return nil, fmt.Errorf("node %s: unexpected cache object %T", name, o)
+	}
+	return node, nil
+}
+
+func asNode(o runtime.Object) *corev1.Node {
+	switch m := o.(type) {
+	case *metav1.PartialObjectMetadata:
+		return &corev1.Node{ObjectMeta: m.ObjectMeta}
+	case *corev1.Node:
+		return m
+	}
+	return nil
+}
