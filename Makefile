@@ -54,8 +54,8 @@ generate: ## Regenerate deepcopy code and the CRD from autoscaler/apis (controll
 	hack/update-codegen.sh
 
 .PHONY: sandbox
-sandbox: tools ## Start the local control plane and Prometheus; Ctrl-C stops it.
-	$(GO) run ./test/cmd/sandbox
+sandbox: tools ## Run the demo (adapter, autoscaler, demo app, load curve) and write a report to _output/sandbox; SANDBOX_ARGS=--keep keeps it running.
+	$(GO) run ./test/cmd/sandbox $(SANDBOX_ARGS)
 
 .PHONY: image
 image: ## Build the container image (needs a Docker engine).

@@ -1,8 +1,10 @@
-// Command sandbox starts the local control plane and Prometheus on this
-// machine and keeps them running until Ctrl-C, printing how to reach them.
-//
-// It is the first step of `make sandbox`: the demo workload, the load
-// simulator and Tidal itself join it as those parts land.
+// Command sandbox runs Tidal's demo on this machine: the local control plane
+// and Prometheus (test/harness), `tidal adapter` with the chart's default
+// rules, `tidal autoscaler` (mode crd), a demo Deployment run by kwok, a
+// HorizontalAutoscaler on CPU, requests per second and queue length, and a
+// load simulator that follows a demand curve. It prints a live view, writes
+// a report folder under _output/sandbox/ and stops everything at the end of
+// the curve (with --keep: on Ctrl-C).
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tidal-autoscaler/tidal/test/harness"
+	"github.com/tidal-autoscaler/tidal/test/sandbox"
 )
 
 func main() {
@@ -26,54 +29,33 @@ func main() {
 }
 
 func run() error {
-	dir := flag.String("dir", "", "folder for certificates, data and logs (default: _output/sandbox, wiped at start)")
-	hpa := flag.Bool("with-upstream-hpa", false, "also run kube-controller-manager's own HPA controller")
+	dir := flag.String("dir", "", "folder for the control plane's certificates, data and logs (default: _output/sandbox/cluster, wiped at start)")
+	reports := flag.String("report-dir", "", "folder for report-<timestamp>/ folders (default: _output/sandbox)")
+	duration := flag.Duration("duration", 270*time.Second, "length of the demand curve (baseline, ramp, spike, cool-down, quiet); phases scale with it")
+	every := flag.Duration("print-every", 5*time.Second, "period of the live view")
+	keep := flag.Bool("keep", false, "keep everything running after the curve ends (demand stays quiet) until Ctrl-C, to use kubectl against it")
+	verbose := flag.Bool("v", false, "print the harness's progress")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if *dir == "" {
-		root, err := harness.RepoRoot()
-		if err != nil {
-			return err
-		}
-		*dir = filepath.Join(root, "_output", "sandbox")
-	}
-	// A fresh folder each run: etcd data from a previous run would hold
-	// certificates and tokens this run's CA no longer signs.
-	if err := os.RemoveAll(*dir); err != nil {
-		return err
-	}
-	opts := harness.Full()
-	opts.Dir = *dir
-	opts.HPAController = *hpa
-	opts.Logf = func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
-
-	fmt.Println("sandbox: starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and Prometheus on 127.0.0.1 ...")
-	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	h, err := harness.Start(startCtx, opts)
-	cancel()
+	root, err := harness.RepoRoot()
 	if err != nil {
 		return err
 	}
-	defer func() {
-		fmt.Println("sandbox: stopping ...")
-		if err := h.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "sandbox: stop:", err)
-		}
-	}()
-	fmt.Printf(`
-The sandbox is up. In another shell:
-
-  export KUBECONFIG=%s
-  export PATH=%s:$PATH
-  kubectl get nodes
-  curl -s '%s/api/v1/query?query=up'
-
-Logs: %s
-Ctrl-C stops everything.
-`, h.AdminKubeconfig, h.ToolsDir(), h.PrometheusURL, filepath.Join(h.Dir, "logs"))
-	<-ctx.Done()
-	return nil
+	if *dir == "" {
+		*dir = filepath.Join(root, "_output", "sandbox", "cluster")
+	}
+	if *reports == "" {
+		*reports = filepath.Join(root, "_output", "sandbox")
+	}
+	cfg := sandbox.Config{
+		Dir: *dir, ReportRoot: *reports, Duration: *duration, PrintEvery: *every, Keep: *keep,
+	}
+	if *verbose {
+		cfg.Logf = func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
+	}
+	_, err = sandbox.Run(ctx, cfg)
+	return err
 }

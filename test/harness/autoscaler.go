@@ -1,0 +1,143 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// AutoscalerOptions say how to run `tidal autoscaler` under the harness.
+type AutoscalerOptions struct {
+	// Binary is the tidal binary (see TidalBinary).
+	Binary string
+	// Mode is --mode; empty means "crd". Apply the CRDs (ApplyCRDs) first.
+	// Only the crd-mode RBAC is granted: "native" also needs the
+	// HorizontalPodAutoscaler rules of manifests/components/native-mode.
+	Mode string
+	// Args are extra flags, e.g. --horizontal-pod-autoscaler-sync-period=5s.
+	Args []string
+}
+
+// Autoscaler is a running `tidal autoscaler`.
+type Autoscaler struct {
+	Process *Process
+	// HealthPort serves /readyz and /healthz on 127.0.0.1.
+	HealthPort int
+	// Namespace and ServiceAccount are its identity; the leader election
+	// Lease is Namespace/ServiceAccount.
+	Namespace, ServiceAccount string
+}
+
+// AutoscalerRBACFile is the manifest whose ClusterRole, ClusterRoleBinding,
+// Role and RoleBinding StartAutoscaler applies, relative to the repository.
+const AutoscalerRBACFile = "manifests/rbac-autoscaler.yaml"
+
+// StartAutoscaler runs `tidal autoscaler` with leader election as the
+// tidal-system/tidal-autoscaler service account, granted the RBAC of
+// manifests/rbac-autoscaler.yaml (applied as written, so the harness grants
+// what users install), and waits until it is ready and holds its Lease.
+func (h *Harness) StartAutoscaler(ctx context.Context, o AutoscalerOptions) (*Autoscaler, error) {
+	a := &Autoscaler{Namespace: "tidal-system", ServiceAccount: "tidal-autoscaler"}
+	if o.Mode == "" {
+		o.Mode = "crd"
+	}
+	if err := h.EnsureNamespace(ctx, a.Namespace); err != nil {
+		return nil, err
+	}
+	if err := h.grantAutoscalerRBAC(ctx, a); err != nil {
+		return nil, err
+	}
+	kubeconfig, _, err := h.Kubeconfig(ServiceAccountIdentity(a.Namespace, a.ServiceAccount))
+	if err != nil {
+		return nil, err
+	}
+	if a.HealthPort, err = FreePort(); err != nil {
+		return nil, err
+	}
+	args := append([]string{
+		"autoscaler", "--mode=" + o.Mode, "--kubeconfig=" + kubeconfig,
+		"--leader-elect=true", "--leader-election-namespace=" + a.Namespace,
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", a.HealthPort),
+	}, o.Args...)
+	if a.Process, err = h.run("tidal-autoscaler", o.Binary, args, a.HealthPort); err != nil {
+		return nil, err
+	}
+	probe := &http.Client{Timeout: 2 * time.Second}
+	err = waitFor(ctx, a.Process, "tidal autoscaler ready and leading", 60*time.Second, func(ctx context.Context) error {
+		if err := httpOK(ctx, probe, fmt.Sprintf("http://127.0.0.1:%d/readyz", a.HealthPort)); err != nil {
+			return err
+		}
+		lease, err := h.Client.CoordinationV1().Leases(a.Namespace).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+			return fmt.Errorf("lease not held yet")
+		}
+		return nil
+	})
+	return a, err
+}
+
+func (h *Harness) grantAutoscalerRBAC(ctx context.Context, a *Autoscaler) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(root, AutoscalerRBACFile)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	rbac := h.Client.RbacV1()
+	applied := 0
+	for i, doc := range strings.Split(string(data), "\n---") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			return fmt.Errorf("%s: document %d: %w", file, i, err)
+		}
+		var obj interface{ GetName() string }
+		var create func() error
+		switch meta.Kind {
+		case "":
+			continue
+		case "ClusterRole":
+			o := &rbacv1.ClusterRole{}
+			obj, create = o, func() error { _, err := rbac.ClusterRoles().Create(ctx, o, metav1.CreateOptions{}); return err }
+		case "ClusterRoleBinding":
+			o := &rbacv1.ClusterRoleBinding{}
+			obj, create = o, func() error { _, err := rbac.ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{}); return err }
+		case "Role":
+			o := &rbacv1.Role{}
+			obj, create = o, func() error { _, err := rbac.Roles(a.Namespace).Create(ctx, o, metav1.CreateOptions{}); return err }
+		case "RoleBinding":
+			o := &rbacv1.RoleBinding{}
+			obj, create = o, func() error {
+				_, err := rbac.RoleBindings(a.Namespace).Create(ctx, o, metav1.CreateOptions{})
+				return err
+			}
+		default:
+			return fmt.Errorf("%s: document %d is a %s; the harness applies only RBAC objects", file, i, meta.Kind)
+		}
+		if err := yaml.Unmarshal([]byte(doc), obj); err != nil {
+			return fmt.Errorf("%s: document %d: %w", file, i, err)
+		}
+		if err := create(); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create %s %s from %s: %w", meta.Kind, obj.GetName(), file, err)
+		}
+		applied++
+	}
+	if applied == 0 {
+		return fmt.Errorf("%s holds no RBAC objects", file)
+	}
+	return nil
+}

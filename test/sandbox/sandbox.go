@@ -1,0 +1,539 @@
+// Package sandbox runs Tidal's demo on the local harness: `tidal adapter`
+// with the chart's default rules, `tidal autoscaler` (mode crd), a demo
+// Deployment run by kwok, a HorizontalAutoscaler on CPU, requests per
+// second and queue length, and a load simulator that drives the harness
+// exporter along a demand curve. It prints a live view and writes a report
+// folder (timeline.csv, chart.png, chart.html, events.txt, summary.txt).
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/utils/ptr"
+
+	tidalv1 "github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/test/exporter"
+	"github.com/tidal-autoscaler/tidal/test/harness"
+)
+
+// Names of the demo objects.
+const (
+	Namespace = "demo"
+	App       = "demo"
+	Container = "app"
+	Queue     = "jobs"
+)
+
+// The demo workload's model.
+const (
+	// cpuRequest is each pod's CPU request (cores).
+	cpuRequest = 0.25
+	// costPerRequest is CPU-seconds per request; podCapacity the requests
+	// per second a pod can serve (its CPU then is 0.3 cores, 120% of the
+	// request); idleCPU what an idle pod uses.
+	costPerRequest = 0.002
+	podCapacity    = 150.0
+	idleCPU        = 0.01
+	// Memory: a base working set plus some per request per second.
+	baseMemory    = 60 << 20
+	memoryPerRate = 200 << 10
+)
+
+// Targets of the HorizontalAutoscaler.
+const (
+	cpuTarget   = 60 // percent of request
+	rpsTarget   = 80 // requests per second per pod
+	queueTarget = 30 // queued jobs per pod
+	minReplicas = 1
+	maxReplicas = 15
+	// initialReplicas is the Deployment's size before the autoscaler acts.
+	initialReplicas = 2
+)
+
+// Config is one sandbox run.
+type Config struct {
+	// Dir holds the harness's files; it is wiped at start.
+	Dir string
+	// ReportRoot is where report-<timestamp>/ is written.
+	ReportRoot string
+	// Duration is the demand curve's length.
+	Duration time.Duration
+	// Curve defaults to DefaultCurve.
+	Curve []Phase
+	// PrintEvery is the live view's period; 0 prints nothing.
+	PrintEvery time.Duration
+	// Keep keeps everything running after the curve (and report) until ctx
+	// ends.
+	Keep bool
+	// Out receives the live view and messages; nil is os.Stdout.
+	Out io.Writer
+	// Logf receives the harness's progress; nil is silent.
+	Logf func(format string, args ...any)
+}
+
+// Result is what a run produced.
+type Result struct {
+	ReportDir string
+	Samples   []Sample
+	// Started is the number of replicas at the start of the curve.
+	Started int32
+}
+
+// Run starts the sandbox, drives the demand curve, writes the report and
+// stops everything. When ctx ends early, the report covers what ran.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Out == nil {
+		cfg.Out = os.Stdout
+	}
+	if cfg.Curve == nil {
+		cfg.Curve = DefaultCurve
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 270 * time.Second
+	}
+	out := cfg.Out
+	if err := os.RemoveAll(cfg.Dir); err != nil {
+		return nil, err
+	}
+	// Build tidal while the control plane starts.
+	type built struct {
+		bin string
+		err error
+	}
+	binc := make(chan built, 1)
+	go func() {
+		bin, err := harness.TidalBinary(ctx)
+		binc <- built{bin, err}
+	}()
+
+	opts := harness.Full()
+	opts.Dir = cfg.Dir
+	opts.Logf = cfg.Logf
+	fmt.Fprintln(out, "sandbox: starting etcd, kube-apiserver, controller manager, scheduler, kwok and Prometheus ...")
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	h, err := harness.Start(startCtx, opts)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		fmt.Fprintln(out, "sandbox: stopping ...")
+		if err := h.Stop(); err != nil {
+			fmt.Fprintln(out, "sandbox: stop:", err)
+		}
+	}()
+	b := <-binc
+	if b.err != nil {
+		return nil, b.err
+	}
+	if err := setup(ctx, h, b.bin, cfg.Duration, out); err != nil {
+		return nil, err
+	}
+	return drive(ctx, h, cfg)
+}
+
+// setup starts the adapter and the autoscaler, and creates the demo app and
+// its HorizontalAutoscaler.
+func setup(ctx context.Context, h *harness.Harness, bin string, duration time.Duration, out io.Writer) error {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "sandbox: starting tidal adapter (chart default rules) and tidal autoscaler (mode crd) ...")
+	if _, err := h.StartAdapter(ctx, harness.AdapterOptions{
+		Binary:   bin,
+		RuleFile: filepath.Join(root, "manifests", "charts", "tidal", "files", "default-rules.yaml"),
+		Args:     []string{"--metrics-relist-interval=5s"},
+		APIServices: [][2]string{
+			{"custom.metrics.k8s.io", "v1beta1"},
+			{"custom.metrics.k8s.io", "v1beta2"},
+			{"external.metrics.k8s.io", "v1beta1"},
+			{"metrics.k8s.io", "v1beta1"},
+		},
+	}); err != nil {
+		return fmt.Errorf("tidal adapter: %w", err)
+	}
+	if _, err := h.ApplyCRDs(ctx, filepath.Join(root, "manifests", "crd")); err != nil {
+		return err
+	}
+	if _, err := h.StartAutoscaler(ctx, harness.AutoscalerOptions{
+		Binary: bin,
+		Args: []string{
+			"--horizontal-pod-autoscaler-sync-period=5s",
+			"--horizontal-pod-autoscaler-cpu-initialization-period=15s",
+			"--horizontal-pod-autoscaler-initial-readiness-delay=5s",
+		},
+	}); err != nil {
+		return fmt.Errorf("tidal autoscaler: %w", err)
+	}
+	if err := h.EnsureNamespace(ctx, Namespace); err != nil {
+		return err
+	}
+	d := harness.Deployment(Namespace, App, initialReplicas)
+	d.Spec.Template.Spec.Containers[0].Name = Container
+	d.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(cpuRequest*1000), resource.DecimalSI)
+	d.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("128Mi")
+	if _, err := h.Client.AppsV1().Deployments(Namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if _, err := h.WaitDeploymentReady(ctx, Namespace, App, time.Minute); err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(h.Admin)
+	if err != nil {
+		return err
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(HorizontalAutoscaler(duration))
+	if err != nil {
+		return err
+	}
+	_, err = dyn.Resource(tidalv1.GroupVersionResource).Namespace(Namespace).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+	return err
+}
+
+// HorizontalAutoscaler is the demo's autoscaler. Its scale-down
+// stabilization is a tenth of the curve (at least 10s, at most 60s) so the
+// quiet phase shows a scale-down.
+func HorizontalAutoscaler(duration time.Duration) *tidalv1.HorizontalAutoscaler {
+	window := int32(min(max(duration/10, 10*time.Second), time.Minute) / time.Second)
+	return &tidalv1.HorizontalAutoscaler{
+		TypeMeta:   metav1.TypeMeta{APIVersion: tidalv1.SchemeGroupVersion.String(), Kind: "HorizontalAutoscaler"},
+		ObjectMeta: metav1.ObjectMeta{Name: App, Namespace: Namespace},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: App},
+			MinReplicas:    ptr.To[int32](minReplicas),
+			MaxReplicas:    maxReplicas,
+			Metrics: []autoscalingv2.MetricSpec{
+				{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+					Name:   corev1.ResourceCPU,
+					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](cpuTarget)},
+				}},
+				{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricSource{
+					Metric: autoscalingv2.MetricIdentifier{Name: "http_requests_per_second"},
+					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: resource.NewQuantity(rpsTarget, resource.DecimalSI)},
+				}},
+				{Type: autoscalingv2.ExternalMetricSourceType, External: &autoscalingv2.ExternalMetricSource{
+					Metric: autoscalingv2.MetricIdentifier{Name: "queue_length", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"queue": Queue}}},
+					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: resource.NewQuantity(queueTarget, resource.DecimalSI)},
+				}},
+			},
+			Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
+				ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(window)},
+			},
+		},
+	}
+}
+
+// Sample is one second of the run.
+type Sample struct {
+	T      time.Duration
+	Phase  string
+	Demand float64
+	// Ready is the number of ready pods the load balancer sends to; Queue
+	// the simulated backlog.
+	Ready int
+	Queue float64
+	// Metric values and targets from the autoscaler's status; NaN when
+	// not reported.
+	CPU, CPUTarget   float64
+	RPS, RPSTarget   float64
+	QueueM, QueueTgt float64
+	Current, Desired int32
+	Spec             int32
+	Winner, Reason   string
+}
+
+// simulator is the load balancer and the pods' series.
+type simulator struct {
+	ex    *exporter.Exporter
+	queue float64
+	live  map[string]bool
+}
+
+// step advances one second at demand over the ready pods.
+func (s *simulator) step(demand float64, ready []string, dt float64) {
+	capacity := podCapacity * float64(len(ready))
+	backlog := s.queue + demand*dt
+	served := math.Min(backlog, capacity*dt)
+	s.queue = backlog - served
+	s.ex.SetGauge("queue_length", exporter.Labels{"namespace": Namespace, "queue": Queue}, math.Round(s.queue))
+	now := map[string]bool{}
+	for _, pod := range ready {
+		now[pod] = true
+		share := demand / float64(len(ready))
+		s.ex.SetPodCPU(Namespace, pod, Container, idleCPU+math.Min(share, podCapacity)*costPerRequest)
+		s.ex.SetPodMemory(Namespace, pod, Container, baseMemory+share*memoryPerRate)
+		s.ex.SetCounterRate("http_requests_total", exporter.Labels{"namespace": Namespace, "pod": pod}, share)
+	}
+	for pod := range s.live {
+		if !now[pod] {
+			s.ex.DeletePod(Namespace, pod)
+		}
+	}
+	s.live = now
+}
+
+func drive(ctx context.Context, h *harness.Harness, cfg Config) (*Result, error) {
+	out := cfg.Out
+	curve := Curve{Phases: cfg.Curve, Duration: cfg.Duration}
+	// Everything started here ends when drive returns.
+	ctx, cancelAll := context.WithCancel(ctx)
+	defer cancelAll()
+	factory := informers.NewSharedInformerFactoryWithOptions(h.Client, 0, informers.WithNamespace(Namespace))
+	pods := factory.Core().V1().Pods().Lister()
+	factory.Start(ctx.Done())
+	// Shutdown waits for the informers, which stop when ctx ends.
+	defer func() { cancelAll(); factory.Shutdown() }()
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("informer for %v did not sync", typ)
+		}
+	}
+	dyn, err := dynamic.NewForConfig(h.Admin)
+	if err != nil {
+		return nil, err
+	}
+	has := dyn.Resource(tidalv1.GroupVersionResource).Namespace(Namespace)
+	sim := &simulator{ex: h.Exporter, live: map[string]bool{}}
+	selector := labels.SelectorFromSet(labels.Set{"app": App})
+	readyPods := func() []string {
+		list, _ := pods.List(selector)
+		var names []string
+		for _, p := range list {
+			if p.DeletionTimestamp == nil && ready(p) {
+				names = append(names, p.Name)
+			}
+		}
+		sort.Strings(names)
+		return names
+	}
+
+	// The HA status is read in the background so a slow apiserver does not
+	// delay the one-second load ticks.
+	var mu sync.Mutex
+	var status *tidalv1.HorizontalAutoscaler
+	var spec int32
+	pollCtx := ctx
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			ha := &tidalv1.HorizontalAutoscaler{}
+			if u, err := has.Get(pollCtx, App, metav1.GetOptions{}); err == nil {
+				if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ha) != nil {
+					ha = nil
+				}
+			} else {
+				ha = nil
+			}
+			d, derr := h.Client.AppsV1().Deployments(Namespace).Get(pollCtx, App, metav1.GetOptions{})
+			mu.Lock()
+			if ha != nil {
+				status = ha
+			}
+			if derr == nil {
+				spec = ptr.Deref(d.Spec.Replicas, 0)
+			}
+			mu.Unlock()
+			select {
+			case <-pollCtx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+
+	res := &Result{Started: initialReplicas}
+	start := time.Now()
+	fmt.Fprintf(out, "sandbox: watch it from another shell with: export KUBECONFIG=%s; %s -n %s get ha,pods\n",
+		h.AdminKubeconfig, filepath.Join(h.ToolsDir(), "kubectl"), Namespace)
+	fmt.Fprintf(out, "sandbox: demand curve running for %s (Ctrl-C stops early and still writes the report)\n", cfg.Duration)
+	fmt.Fprintf(out, "%6s %-9s %6s %5s %6s | %-11s %-9s %-9s | %-9s | %s\n",
+		"time", "phase", "demand", "ready", "queue", "cpu", "rps/pod", "queue/pod", "replicas", "last decision")
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastPrint := time.Duration(-1)
+	reportWritten := false
+	writeReport := func() {
+		if reportWritten {
+			return
+		}
+		reportWritten = true
+		dir, err := writeReport(h, cfg, curve, res.Samples)
+		if err != nil {
+			fmt.Fprintln(out, "sandbox: report:", err)
+			return
+		}
+		res.ReportDir = dir
+		fmt.Fprintf(out, "sandbox: report in %s\n", dir)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			writeReport()
+			return res, nil
+		case <-tick.C:
+		}
+		t := time.Since(start)
+		demand, phase := curve.At(t)
+		names := readyPods()
+		sim.step(demand, names, 1)
+		if t > cfg.Duration {
+			if !reportWritten {
+				writeReport()
+				if !cfg.Keep {
+					return res, nil
+				}
+				printKeep(out, h)
+			}
+			continue
+		}
+		mu.Lock()
+		s := sample(t, phase, demand, len(names), sim.queue, status, spec)
+		mu.Unlock()
+		res.Samples = append(res.Samples, s)
+		if cfg.PrintEvery > 0 && (lastPrint < 0 || t-lastPrint >= cfg.PrintEvery) {
+			lastPrint = t
+			fmt.Fprintln(out, liveLine(s))
+		}
+	}
+}
+
+func printKeep(out io.Writer, h *harness.Harness) {
+	fmt.Fprintf(out, `
+sandbox: the curve ended; everything keeps running (demand stays at the last phase's level).
+In another shell:
+
+  export KUBECONFIG=%s
+  export PATH=%s:$PATH
+  kubectl -n %s get horizontalautoscalers,deploy,pods
+  kubectl get --raw /apis/custom.metrics.k8s.io/v1beta2/namespaces/%s/pods/*/http_requests_per_second
+
+Logs: %s
+Ctrl-C stops everything.
+`, h.AdminKubeconfig, h.ToolsDir(), Namespace, Namespace, filepath.Join(h.Dir, "logs"))
+}
+
+func ready(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// sample reads one second's values, ha may be nil.
+func sample(t time.Duration, phase string, demand float64, readyPods int, queue float64, ha *tidalv1.HorizontalAutoscaler, spec int32) Sample {
+	nan := math.NaN()
+	s := Sample{T: t, Phase: phase, Demand: demand, Ready: readyPods, Queue: queue,
+		CPU: nan, CPUTarget: cpuTarget, RPS: nan, RPSTarget: rpsTarget, QueueM: nan, QueueTgt: queueTarget, Spec: spec}
+	if ha == nil {
+		return s
+	}
+	st := ha.Status
+	s.Current, s.Desired = st.CurrentReplicas, st.DesiredReplicas
+	for _, m := range st.CurrentMetrics {
+		switch {
+		case m.Resource != nil && m.Resource.Current.AverageUtilization != nil:
+			s.CPU = float64(*m.Resource.Current.AverageUtilization)
+		case m.Pods != nil && m.Pods.Current.AverageValue != nil:
+			s.RPS = m.Pods.Current.AverageValue.AsApproximateFloat64()
+		case m.External != nil && m.External.Current.AverageValue != nil:
+			s.QueueM = m.External.Current.AverageValue.AsApproximateFloat64()
+		}
+	}
+	s.Reason = reason(ha)
+	if st.Tidal != nil && st.Tidal.Decision != nil {
+		s.Winner = st.Tidal.Decision.Winner
+	}
+	return s
+}
+
+// reason is the last decision in a few words: the winning metric and the
+// adjustments of status.tidal, else the conditions' reasons.
+func reason(ha *tidalv1.HorizontalAutoscaler) string {
+	var parts []string
+	if t := ha.Status.Tidal; t != nil && t.Decision != nil {
+		d := t.Decision
+		if d.ProposedReplicas < 0 || d.Winner == "" {
+			parts = append(parts, "no valid metric")
+		} else {
+			parts = append(parts, fmt.Sprintf("%s proposes %d", shortMetric(d.Winner), d.ProposedReplicas))
+		}
+		for _, a := range d.Adjustments {
+			parts = append(parts, fmt.Sprintf("%s %d→%d", a.Reason, a.From, a.To))
+		}
+		return strings.Join(parts, ", ")
+	}
+	for _, c := range ha.Status.Conditions {
+		if c.Status != corev1.ConditionTrue || c.Type == autoscalingv2.ScalingLimited {
+			parts = append(parts, string(c.Type)+"="+c.Reason)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// shortMetric turns upstream's metric names into one word.
+func shortMetric(name string) string {
+	switch {
+	case name == "":
+		return ""
+	case strings.HasPrefix(name, "cpu"):
+		return "cpu"
+	case strings.Contains(name, "http_requests_per_second"):
+		return "rps"
+	case strings.Contains(name, "queue_length"):
+		return "queue"
+	}
+	return name
+}
+
+func fmtNum(v float64, unit string) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	if v >= 100 || unit == "%" {
+		return fmt.Sprintf("%.0f%s", v, unit)
+	}
+	return fmt.Sprintf("%.1f%s", v, unit)
+}
+
+func liveLine(s Sample) string {
+	return fmt.Sprintf("%5.0fs %-9s %6.0f %5d %6.0f | %-11s %-9s %-9s | %-9s | %s",
+		s.T.Seconds(), s.Phase, s.Demand, s.Ready, s.Queue,
+		fmtNum(s.CPU, "%")+"/"+fmtNum(s.CPUTarget, "%"),
+		fmtNum(s.RPS, "")+"/"+fmtNum(s.RPSTarget, ""),
+		fmtNum(s.QueueM, "")+"/"+fmtNum(s.QueueTgt, ""),
+		replicas(s), s.Reason)
+}
+
+// replicas is "current→desired" of the autoscaler's status, "-" before it
+// reported.
+func replicas(s Sample) string {
+	if s.Desired == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d→%d", s.Current, s.Desired)
+}
