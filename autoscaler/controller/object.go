@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -57,6 +59,14 @@ type Source interface {
 	Get(namespace, name string) (Object, error)
 	// UpdateStatus writes the object's status subresource.
 	UpdateStatus(ctx context.Context, obj Object) error
+	// PatchAnnotation sets one annotation of the object with a JSON merge
+	// patch of its metadata (no resourceVersion: it never conflicts).
+	PatchAnnotation(ctx context.Context, namespace, name, key, value string) error
+}
+
+// annotationPatch is a JSON merge patch setting one annotation.
+func annotationPatch(key, value string) ([]byte, error) {
+	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
 }
 
 // hpaObject is an autoscaling/v2 HorizontalPodAutoscaler.
@@ -186,5 +196,23 @@ func (s *crdSource) UpdateStatus(ctx context.Context, obj Object) error {
 	u := &unstructured.Unstructured{Object: content}
 	u.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind(v1alpha1.Kind))
 	_, err = s.client.Namespace(ha.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: fieldManager})
+	return err
+}
+
+func (s *nativeSource) PatchAnnotation(ctx context.Context, namespace, name, key, value string) error {
+	patch, err := annotationPatch(key, value)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.HorizontalPodAutoscalers(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
+	return err
+}
+
+func (s *crdSource) PatchAnnotation(ctx context.Context, namespace, name, key, value string) error {
+	patch, err := annotationPatch(key, value)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
 	return err
 }

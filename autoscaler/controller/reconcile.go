@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 )
 
@@ -138,7 +140,21 @@ func (r *reconciler) reconcile(ctx context.Context, obj Object, key string) (ret
 		Now: start, CurrentReplicas: current, MinReplicas: spec.MinReplicas, MaxReplicas: spec.MaxReplicas,
 		Behavior: b, ScaledToZero: scaledToZero(st), HasObjectOrExternalMetrics: decision.HasObjectOrExternalMetrics(metrics),
 	}
-	hist := r.history.get(key, obj.GetUID())
+	ret := behavior.RetentionFor(b, r.cfg.DownscaleStabilizationWindow)
+	entry, err := r.history.get(key, obj.GetUID(), obj.GetAnnotations()[HistoryAnnotation], ret, start)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Ignoring the persisted history", "kind", r.source.Kind(), "autoscaler", klog.KObj(obj))
+	}
+	hist := &entry.h
+	if entry.persistedValue != "" {
+		// What this controller last stored: a status update that also
+		// writes metadata (autoscaling/v2 does) must not put back an older
+		// value from a lagging informer cache.
+		setAnnotation(obj, HistoryAnnotation, entry.persistedValue)
+	}
+	// Persist after the status write (whatever the outcome): the patch
+	// touches metadata only, so it never conflicts with that write.
+	defer r.persistHistory(ctx, obj, entry, ret, start)
 	var mr *metricsResult
 	if r.cfg.NeedsMetrics(in) {
 		res := r.computeMetrics(ctx, obj, key, sc, metrics, r.cfg.Tolerances(b), start)
@@ -269,4 +285,29 @@ func validateSpec(spec *autoscalingv2.HorizontalPodAutoscalerSpec) error {
 func invalidSpecCondition(err error) decision.Condition {
 	return decision.Condition{Type: autoscalingv2.ScalingActive, Status: corev1.ConditionFalse, Reason: "InvalidSpec",
 		Message: fmt.Sprintf("the HPA spec is invalid: %v", err)}
+}
+
+// persistHistory stores the object's compacted history in
+// HistoryAnnotation when it changed in a way that matters (see
+// historyEntry.toPersist). A failure is logged, not returned: the decision
+// is made, and the next reconcile retries the write.
+func (r *reconciler) persistHistory(ctx context.Context, obj Object, e *historyEntry, ret behavior.Retention, now time.Time) {
+	value, compacted, ok := e.toPersist(ret, now)
+	if !ok {
+		return
+	}
+	if err := r.source.PatchAnnotation(ctx, obj.GetNamespace(), obj.GetName(), HistoryAnnotation, value); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Persisting the autoscaler history failed", "kind", r.source.Kind(), "autoscaler", klog.KObj(obj))
+		return
+	}
+	e.persistedAs(compacted, value)
+}
+
+func setAnnotation(obj Object, key, value string) {
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[key] = value
+	obj.SetAnnotations(a)
 }

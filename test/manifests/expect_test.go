@@ -52,7 +52,8 @@ func autoscalerRules(mode string) []rbacv1.PolicyRule {
 		group, resource = "autoscaling", "horizontalpodautoscalers"
 	}
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{group}, Resources: []string{resource}, Verbs: getListWatch},
+		// patch: the history annotation (autoscaling.tidal.dev/history).
+		{APIGroups: []string{group}, Resources: []string{resource}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{group}, Resources: []string{resource + "/status"}, Verbs: []string{"update"}},
 		{APIGroups: []string{"*"}, Resources: []string{"*/scale"}, Verbs: []string{"get", "update"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},

@@ -177,7 +177,7 @@ func startTidal(ctx context.Context, h *harness.Harness) error {
 // controller's role (system:controller:horizontal-pod-autoscaler) with
 // HorizontalAutoscalers in place of HorizontalPodAutoscalers.
 var tidalRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{"autoscaling.tidal.dev"}, Resources: []string{"horizontalautoscalers"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"autoscaling.tidal.dev"}, Resources: []string{"horizontalautoscalers"}, Verbs: []string{"get", "list", "watch", "patch"}},
 	{APIGroups: []string{"autoscaling.tidal.dev"}, Resources: []string{"horizontalautoscalers/status"}, Verbs: []string{"update", "patch"}},
 	{APIGroups: []string{"*"}, Resources: []string{"*/scale"}, Verbs: []string{"get", "update"}},
 	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},

@@ -191,9 +191,19 @@ func runScenario(t *testing.T, sc scenario) {
 	if len(sc.steps) == 0 {
 		t.Fatal("scenario without steps")
 	}
+	// The first step's inputs are in place before the twins exist: both
+	// controllers reconcile a new autoscaler at once, so a change made
+	// after creating them races with that first reconcile.
 	first := sc.steps[0]
 	if first.set != nil {
 		first.set(m)
+	}
+	if first.act != nil {
+		for _, name := range []string{oracleName, tidalName} {
+			if err := first.act(ctx, ns, name); err != nil {
+				t.Fatalf("step 0 (%s): %v", first.name, err)
+			}
+		}
 	}
 	if err := createTwins(ctx, ns, sc.spec); err != nil {
 		t.Fatal(err)
@@ -202,7 +212,7 @@ func runScenario(t *testing.T, sc scenario) {
 		if i > 0 && st.set != nil {
 			st.set(m)
 		}
-		if st.act != nil {
+		if i > 0 && st.act != nil {
 			for _, name := range []string{oracleName, tidalName} {
 				if err := st.act(ctx, ns, name); err != nil {
 					t.Fatalf("step %d (%s): %v", i, st.name, err)

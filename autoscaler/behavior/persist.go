@@ -1,0 +1,179 @@
+package behavior
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Retention says how long a recommendation can still change a decision:
+// recommendations are read within the scale-up and scale-down
+// stabilization windows. (Scale events are kept as they are: see Compact.)
+type Retention struct {
+	UpWindow, DownWindow time.Duration
+}
+
+// RetentionFor is the retention of an autoscaler with the defaulted
+// behavior b; nil (legacy rules) keeps recommendations for the controller's
+// downscale window only.
+func RetentionFor(b *Behavior, downscaleWindow time.Duration) Retention {
+	if b == nil {
+		return Retention{DownWindow: downscaleWindow}
+	}
+	sec := func(s int32) time.Duration { return time.Duration(s) * time.Second }
+	return Retention{UpWindow: sec(b.ScaleUp.StabilizationWindowSeconds), DownWindow: sec(b.ScaleDown.StabilizationWindowSeconds)}
+}
+
+// MaxPersistedEntries bounds each list of a compacted History, so that the
+// encoding stays a few kilobytes at most (an entry takes about 25 bytes).
+// Compaction leaves one recommendation per distinct replica count and
+// direction of change in practice; the bound only cuts pathological
+// histories (oldest entries first).
+const MaxPersistedEntries = 64
+
+// Compact returns the part of h that can still change a decision made at
+// now or later, with the same windows and periods:
+//
+//   - recommendations older than both windows are dropped (a window
+//     includes its cutoff, the legacy rules' convention, so nothing
+//     relevant is dropped at the boundary);
+//   - a recommendation is dropped when a newer one is at least as large
+//     (it can no longer be the maximum of any window that contains it) and,
+//     for the scale-up window, a newer one is at most as large (nor the
+//     minimum); with a zero scale-up window only the first test applies,
+//     since no past recommendation enters a zero window;
+//   - scale events are kept as they are, in slot order with their Outdated
+//     marks: upstream counts the events of both directions within each
+//     policy period (a scale-down policy sums the recent scale-ups too), and
+//     a new event reuses the last slot marked outdated (older than its own
+//     direction's longest period), so which events still count depends on
+//     slot order. Dropping or reordering any would change later decisions.
+//     The lists stay short anyway: a slot is reused as soon as its event is
+//     older than the longest period, so a list holds about one event per
+//     rescale within that period.
+//
+// Recommendations are sorted by time. They are never nil: a
+// compacted history says the object has been seen, so the initial
+// recommendation (RecordInitial) is not recorded again when it is seeded.
+func (h History) Compact(ret Retention, now time.Time) History {
+	recs := slices.Clone(h.Recommendations)
+	slices.SortStableFunc(recs, func(a, b Recommendation) int { return a.Time.Compare(b.Time) })
+	upCutoff, downCutoff := now.Add(-ret.UpWindow), now.Add(-ret.DownWindow)
+	kept := make([]Recommendation, 0, len(recs))
+	var newerMax, newerMin int32
+	for i := len(recs) - 1; i >= 0; i-- {
+		r := recs[i]
+		newer := i < len(recs)-1
+		forDown := !r.Time.Before(downCutoff) && (!newer || r.Replicas > newerMax)
+		forUp := ret.UpWindow > 0 && !r.Time.Before(upCutoff) && (!newer || r.Replicas < newerMin)
+		if !newer {
+			newerMax, newerMin = r.Replicas, r.Replicas
+		} else {
+			newerMax, newerMin = max(newerMax, r.Replicas), min(newerMin, r.Replicas)
+		}
+		if forDown || forUp {
+			kept = append(kept, r)
+		}
+	}
+	slices.Reverse(kept)
+	return History{
+		Recommendations: tail(kept),
+		ScaleUpEvents:   tail(slices.Clone(h.ScaleUpEvents)),
+		ScaleDownEvents: tail(slices.Clone(h.ScaleDownEvents)),
+	}
+}
+
+func tail[T any](s []T) []T {
+	if len(s) > MaxPersistedEntries {
+		return s[len(s)-MaxPersistedEntries:]
+	}
+	return s
+}
+
+// persisted is the encoding of a History: each entry is [value, unix
+// nanoseconds] (nanoseconds, so that window cutoffs compare exactly as in
+// memory), with a third element 1 for an event marked outdated. Field
+// names are short: the encoding is stored in an annotation.
+type persisted struct {
+	Version int       `json:"v"`
+	Recs    [][]int64 `json:"r"`
+	Up      [][]int64 `json:"u,omitempty"`
+	Down    [][]int64 `json:"d,omitempty"`
+}
+
+const persistedVersion = 1
+
+// Encode returns the compact encoding of h (use Compact first), e.g.
+// {"v":1,"r":[[5,1763716000123456789]],"d":[[2,1763716010123456789]]}.
+func (h History) Encode() string {
+	p := persisted{Version: persistedVersion, Recs: make([][]int64, 0, len(h.Recommendations))}
+	for _, r := range h.Recommendations {
+		p.Recs = append(p.Recs, []int64{int64(r.Replicas), r.Time.UnixNano()})
+	}
+	enc := func(events []ScaleEvent) [][]int64 {
+		var out [][]int64
+		for _, e := range events {
+			entry := []int64{int64(e.Change), e.Time.UnixNano()}
+			if e.Outdated {
+				entry = append(entry, 1)
+			}
+			out = append(out, entry)
+		}
+		return out
+	}
+	p.Up, p.Down = enc(h.ScaleUpEvents), enc(h.ScaleDownEvents)
+	b, _ := json.Marshal(p) // cannot fail: integers only
+	return string(b)
+}
+
+// Decode parses an encoding made by Encode. The result's Recommendations
+// are never nil. Entries beyond MaxPersistedEntries (oldest first) and
+// values outside int32 are rejected.
+func Decode(s string) (History, error) {
+	var p persisted
+	if err := json.Unmarshal([]byte(s), &p); err != nil {
+		return History{}, fmt.Errorf("decoding the autoscaler history: %w", err)
+	}
+	if p.Version != persistedVersion {
+		return History{}, fmt.Errorf("decoding the autoscaler history: unknown version %d", p.Version)
+	}
+	for i, l := range [][][]int64{p.Recs, p.Up, p.Down} {
+		if len(l) > MaxPersistedEntries {
+			return History{}, fmt.Errorf("decoding the autoscaler history: %d entries, at most %d allowed", len(l), MaxPersistedEntries)
+		}
+		for _, e := range l {
+			if n := len(e); n < 2 || n > 3 || (n == 3 && (i == 0 || e[2] != 1)) {
+				return History{}, fmt.Errorf("decoding the autoscaler history: malformed entry %v", e)
+			}
+			if e[0] < 0 || e[0] > 1<<31-1 {
+				return History{}, fmt.Errorf("decoding the autoscaler history: value %d out of range", e[0])
+			}
+		}
+	}
+	h := History{Recommendations: make([]Recommendation, 0, len(p.Recs))}
+	for _, e := range p.Recs {
+		h.Recommendations = append(h.Recommendations, Recommendation{Replicas: int32(e[0]), Time: time.Unix(0, e[1])})
+	}
+	dec := func(l [][]int64) []ScaleEvent {
+		var out []ScaleEvent
+		for _, e := range l {
+			out = append(out, ScaleEvent{Change: int32(e[0]), Time: time.Unix(0, e[1]), Outdated: len(e) == 3})
+		}
+		return out
+	}
+	h.ScaleUpEvents, h.ScaleDownEvents = dec(p.Up), dec(p.Down)
+	return h, nil
+}
+
+// Equal reports whether h and o hold the same entries in the same order
+// (times compared with Time.Equal).
+func (h History) Equal(o History) bool {
+	recEq := func(a, b Recommendation) bool { return a.Replicas == b.Replicas && a.Time.Equal(b.Time) }
+	evEq := func(a, b ScaleEvent) bool {
+		return a.Change == b.Change && a.Time.Equal(b.Time) && a.Outdated == b.Outdated
+	}
+	return slices.EqualFunc(h.Recommendations, o.Recommendations, recEq) &&
+		slices.EqualFunc(h.ScaleUpEvents, o.ScaleUpEvents, evEq) &&
+		slices.EqualFunc(h.ScaleDownEvents, o.ScaleDownEvents, evEq)
+}

@@ -1,0 +1,364 @@
+package failover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
+	"github.com/tidal-autoscaler/tidal/autoscaler/controller"
+	"github.com/tidal-autoscaler/tidal/test/harness"
+	"github.com/tidal-autoscaler/tidal/test/metricsserver"
+)
+
+const (
+	syncPeriod    = 2 * time.Second
+	leaseDuration = 4 * time.Second
+	// window is spec.behavior.scaleDown.stabilizationWindowSeconds.
+	window = 30 * time.Second
+
+	tidalNamespace, tidalServiceAccount = "tidal-system", "tidal-autoscaler"
+	ns, name                            = "failover", "web"
+	metric                              = "load"
+	maxReplicas                         = 4
+)
+
+// tidalRules are what `tidal autoscaler --mode=crd` needs (see
+// manifests/rbac-autoscaler.yaml), patch on horizontalautoscalers
+// included: the history annotation.
+var tidalRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"autoscaling.tidal.dev"}, Resources: []string{"horizontalautoscalers"}, Verbs: []string{"get", "list", "watch", "patch"}},
+	{APIGroups: []string{"autoscaling.tidal.dev"}, Resources: []string{"horizontalautoscalers/status"}, Verbs: []string{"update"}},
+	{APIGroups: []string{"*"}, Resources: []string{"*/scale"}, Verbs: []string{"get", "update"}},
+	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	{APIGroups: []string{"metrics.k8s.io"}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
+	{APIGroups: []string{"custom.metrics.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+	{APIGroups: []string{"external.metrics.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+}
+
+var tidalLeaseRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+}
+
+// replica is one running `tidal autoscaler`.
+type replica struct {
+	p    *harness.Process
+	port int
+}
+
+func TestFailoverKeepsStabilization(t *testing.T) {
+	h := harness.StartT(t, harness.Options{ControllerManager: true, Scheduler: true, Kwok: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	ms, err := metricsserver.Start(ctx, h, metricsserver.Options{})
+	if err != nil {
+		t.Fatalf("test metrics server: %v", err)
+	}
+	t.Cleanup(func() { cancel(); _ = ms.Wait() })
+	dyn, err := dynamic.NewForConfig(h.Admin)
+	must(t, err)
+	root, err := harness.RepoRoot()
+	must(t, err)
+	_, err = h.ApplyCRDs(ctx, filepath.Join(root, "manifests", "crd"))
+	must(t, err)
+	must(t, grantRBAC(ctx, h))
+
+	// The load is high from the start: ranks 0..3 all report 40 (target
+	// 10 per pod), so 1 replica goes to 4.
+	must(t, h.EnsureNamespace(ctx, ns))
+	sel := labels.SelectorFromSet(labels.Set{"app": name})
+	setLoad := func(v string) {
+		q := make([]*resource.Quantity, maxReplicas)
+		for i := range q {
+			q[i] = metricsserver.Q(v)
+		}
+		ms.SetPodMetric(ns, sel, metric, q...)
+	}
+	setLoad("40")
+	_, err = h.Client.AppsV1().Deployments(ns).Create(ctx, harness.Deployment(ns, name, 1), metav1.CreateOptions{})
+	must(t, err)
+
+	replicas := map[string]*replica{}
+	for _, id := range []string{"tidal-a", "tidal-b"} {
+		r, err := startTidal(ctx, h, id)
+		must(t, err)
+		replicas[id] = r
+	}
+	must(t, createAutoscaler(ctx, dyn))
+
+	// Scale up to the maximum.
+	deployReplicas := func() int32 {
+		d, err := h.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Logf("get deployment: %v", err)
+			return -1
+		}
+		return ptr.Deref(d.Spec.Replicas, 0)
+	}
+	waitUntil(t, ctx, 90*time.Second, "scale-up to 4", func() bool { return deployReplicas() == maxReplicas })
+	// Let the leader see the full Deployment at 4 for a few periods.
+	time.Sleep(2 * syncPeriod)
+
+	// Drop the load, then find the last high recommendation in the
+	// persisted history once a low one follows it.
+	setLoad("1")
+	dropped := time.Now()
+	var lastHigh time.Time
+	waitUntil(t, ctx, 60*time.Second, "a low recommendation in the persisted history", func() bool {
+		hist, err := persisted(ctx, dyn)
+		if err != nil {
+			t.Logf("persisted history: %v", err)
+			return false
+		}
+		// Recommendations are raw proposals (16 here, before the limits)
+		// sorted by time; any above 1 holds the scale-down.
+		recs := hist.Recommendations
+		if len(recs) < 2 || recs[len(recs)-1].Replicas != 1 {
+			return false
+		}
+		for _, r := range recs {
+			if r.Replicas > 1 {
+				lastHigh = r.Time
+			}
+		}
+		return !lastHigh.IsZero()
+	})
+	releaseAt := lastHigh.Add(window)
+	t.Logf("load dropped at %s; last high recommendation at %s; scale-down due at %s",
+		dropped.Format(time.StampMilli), lastHigh.Format(time.StampMilli), releaseAt.Format(time.StampMilli))
+
+	// Kill the leader half-way through the window.
+	time.Sleep(time.Until(lastHigh.Add(window / 2)))
+	leader, err := holder(ctx, h)
+	must(t, err)
+	var killed, other string
+	for id := range replicas {
+		if matchesIdentity(t, replicas[id], leader) {
+			killed = id
+		} else {
+			other = id
+		}
+	}
+	if killed == "" || other == "" {
+		t.Fatalf("cannot tell which replica holds the lease (%q)", leader)
+	}
+	if got := deployReplicas(); got != maxReplicas {
+		t.Fatalf("scaled down to %d before the leader was killed (%s before the window ends)", got, time.Until(releaseAt))
+	}
+	must(t, syscall.Kill(replicas[killed].p.PID(), syscall.SIGKILL))
+	killedAt := time.Now()
+	t.Logf("killed leader %s (%s)", killed, leader)
+
+	// The other replica takes over within the lease duration plus a retry
+	// period and some slack.
+	takeoverLimit := leaseDuration + 6*time.Second
+	waitUntil(t, ctx, takeoverLimit, "takeover", func() bool {
+		id, err := holder(ctx, h)
+		return err == nil && id != "" && id != leader
+	})
+	t.Logf("%s took over %s after the kill", other, time.Since(killedAt).Round(100*time.Millisecond))
+
+	// No scale-down before the window has passed since the last high
+	// recommendation (a reconcile at exactly lastHigh+window may release
+	// it; allow 1s for the clocks of the API server and this test); then
+	// the scale-down within a sync period and some slack for a loaded
+	// machine. Without the history the new leader would hold the
+	// scale-down until a window after its takeover, at least
+	// window/2 + the takeover time later than releaseAt: more than this
+	// slack.
+	early := releaseAt.Add(-time.Second)
+	late := releaseAt.Add(syncPeriod + 8*time.Second)
+	var downAt time.Time
+	for downAt.IsZero() {
+		if time.Now().After(late) {
+			t.Fatalf("no scale-down %s after the window ended (deadline %s); without the persisted history the new leader holds 4 replicas until a window after its takeover",
+				time.Since(releaseAt).Round(100*time.Millisecond), late.Format(time.StampMilli))
+		}
+		if got := deployReplicas(); got >= 0 && got < maxReplicas {
+			downAt = time.Now()
+			if downAt.Before(early) {
+				t.Fatalf("scaled down to %d at %s, %s before the stabilization window ended", got,
+					downAt.Format(time.StampMilli), releaseAt.Sub(downAt).Round(100*time.Millisecond))
+			}
+			if got != 1 {
+				t.Errorf("scaled down to %d, want 1", got)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	t.Logf("scaled down at %s, %s after the window ended", downAt.Format(time.StampMilli), downAt.Sub(releaseAt).Round(100*time.Millisecond))
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitUntil(t *testing.T, ctx context.Context, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %s", what, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func createAutoscaler(ctx context.Context, dyn dynamic.Interface) error {
+	ha := &v1alpha1.HorizontalAutoscaler{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: name},
+			MinReplicas:    ptr.To[int32](1),
+			MaxReplicas:    maxReplicas,
+			Metrics: []autoscalingv2.MetricSpec{{
+				Type: autoscalingv2.PodsMetricSourceType,
+				Pods: &autoscalingv2.PodsMetricSource{
+					Metric: autoscalingv2.MetricIdentifier{Name: metric},
+					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: ptr.To(resource.MustParse("10"))},
+				},
+			}},
+			Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
+				ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(int32(window / time.Second))},
+			},
+		},
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ha)
+	if err != nil {
+		return err
+	}
+	delete(obj, "status")
+	_, err = dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+	return err
+}
+
+// persisted reads the history annotation of the HorizontalAutoscaler.
+func persisted(ctx context.Context, dyn dynamic.Interface) (behavior.History, error) {
+	u, err := dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return behavior.History{}, err
+	}
+	v, ok := u.GetAnnotations()[controller.HistoryAnnotation]
+	if !ok {
+		return behavior.History{}, errors.New("no history annotation yet")
+	}
+	return behavior.Decode(v)
+}
+
+// holder is the identity holding the leader election Lease.
+func holder(ctx context.Context, h *harness.Harness) (string, error) {
+	lease, err := h.Client.CoordinationV1().Leases(tidalNamespace).Get(ctx, "tidal-autoscaler", metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	return ptr.Deref(lease.Spec.HolderIdentity, ""), nil
+}
+
+// matchesIdentity tells whether r is the replica with identity: each
+// replica logs its identity ("Waiting to lead ... identity=...").
+func matchesIdentity(t *testing.T, r *replica, identity string) bool {
+	t.Helper()
+	data, err := os.ReadFile(r.p.LogPath())
+	if err != nil {
+		t.Logf("read %s: %v", r.p.LogPath(), err)
+		return false
+	}
+	return identity != "" && strings.Contains(string(data), fmt.Sprintf("identity=%q", identity))
+}
+
+func grantRBAC(ctx context.Context, h *harness.Harness) error {
+	const roleName = "tidal:failover"
+	if err := h.EnsureNamespace(ctx, tidalNamespace); err != nil {
+		return err
+	}
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: tidalServiceAccount, Namespace: tidalNamespace}}
+	ref := func(kind string) rbacv1.RoleRef {
+		return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: roleName}
+	}
+	rbac := h.Client.RbacV1()
+	if _, err := rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: roleName}, Rules: tidalRules}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if _, err := rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: roleName}, RoleRef: ref("ClusterRole"), Subjects: subject}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	nsMeta := metav1.ObjectMeta{Name: roleName, Namespace: tidalNamespace}
+	if _, err := rbac.Roles(tidalNamespace).Create(ctx, &rbacv1.Role{ObjectMeta: nsMeta, Rules: tidalLeaseRules}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	_, err := rbac.RoleBindings(tidalNamespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: nsMeta, RoleRef: ref("Role"), Subjects: subject}, metav1.CreateOptions{})
+	return err
+}
+
+// startTidal runs one `tidal autoscaler --mode=crd` replica with a short
+// lease, and waits until it is ready (leading or standing by).
+func startTidal(ctx context.Context, h *harness.Harness, id string) (*replica, error) {
+	bin, err := harness.TidalBinary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig, _, err := h.Kubeconfig(harness.ServiceAccountIdentity(tidalNamespace, tidalServiceAccount))
+	if err != nil {
+		return nil, err
+	}
+	port, err := harness.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"autoscaler", "--mode=crd", "--kubeconfig=" + kubeconfig,
+		"--leader-elect=true", "--leader-election-namespace=" + tidalNamespace,
+		"--leader-elect-lease-duration=" + leaseDuration.String(),
+		"--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s",
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", port),
+		"--horizontal-pod-autoscaler-sync-period=" + syncPeriod.String(),
+		"--kube-api-qps=100", "--kube-api-burst=200", "-v=2",
+	}
+	p, err := h.StartProcess(id, bin, args, port)
+	if err != nil {
+		return nil, err
+	}
+	err = harness.WaitReady(ctx, p, id+" ready", 60*time.Second, func(context.Context) error {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz: %s", resp.Status)
+		}
+		return nil
+	})
+	return &replica{p: p, port: port}, err
+}
