@@ -83,7 +83,10 @@ func TestRunReconcilesNativeHPAs(t *testing.T) {
 	for {
 		got, err := kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "web", metav1.GetOptions{})
 		must(t, err)
-		if got.Status.DesiredReplicas == 5 {
+		// The reconcile records its metrics after the status write and the
+		// history patch: wait for both, or the check below races it.
+		reconciled := testutil.ToFloat64(monitor.reconciliations.WithLabelValues(actionScaleUp, errorNone)) >= 1
+		if got.Status.DesiredReplicas == 5 && reconciled {
 			break
 		}
 		if time.Now().After(deadline) {
