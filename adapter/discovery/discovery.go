@@ -55,6 +55,20 @@ type queryKey struct {
 	query   string
 }
 
+// groupQueries lists each distinct (backend, seriesQuery) once, in rule
+// order, with the IDs of the rules that share it: one query serves them all.
+func groupQueries(set *ruleset.Set) (keys []queryKey, owners map[queryKey][]string) {
+	owners = map[queryKey][]string{}
+	for _, r := range set.Rules() {
+		k := queryKey{r.Client, r.SeriesQuery}
+		if _, ok := owners[k]; !ok {
+			keys = append(keys, k)
+		}
+		owners[k] = append(owners[k], r.ID)
+	}
+	return keys, owners
+}
+
 // New returns a Discoverer with no rules and an empty snapshot.
 func New(o Options) *Discoverer {
 	if o.Parallelism <= 0 {
@@ -122,17 +136,7 @@ func (d *Discoverer) RunOnce(ctx context.Context) error {
 	end := d.o.Now()
 	start := end.Add(-d.o.MaxAge)
 
-	// One query per distinct (backend, seriesQuery); rules sharing one
-	// share the result.
-	owners := map[queryKey][]string{}
-	var keys []queryKey
-	for _, r := range set.Rules() {
-		k := queryKey{r.Client, r.SeriesQuery}
-		if _, ok := owners[k]; !ok {
-			keys = append(keys, k)
-		}
-		owners[k] = append(owners[k], r.ID)
-	}
+	keys, owners := groupQueries(set)
 
 	type outcome struct {
 		key    queryKey

@@ -63,15 +63,7 @@ type SeriesOutcome struct {
 // touching any Discoverer, and explains it. Series are looked for between
 // start and end, as --metrics-max-age does for the adapter.
 func Explain(ctx context.Context, set *ruleset.Set, start, end time.Time) *Explanation {
-	owners := map[queryKey][]string{}
-	var keys []queryKey
-	for _, r := range set.Rules() {
-		k := queryKey{r.Client, r.SeriesQuery}
-		if _, ok := owners[k]; !ok {
-			keys = append(keys, k)
-		}
-		owners[k] = append(owners[k], r.ID)
-	}
+	keys, owners := groupQueries(set)
 	results := make(map[queryKey][]prom.Shape, len(keys))
 	e := &Explanation{}
 	for _, k := range keys {

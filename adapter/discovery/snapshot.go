@@ -62,6 +62,16 @@ func (s *Snapshot) External(name string) (Binding, bool) {
 // ExternalMetrics lists the external metric names, sorted.
 func (s *Snapshot) ExternalMetrics() []string { return s.externalList }
 
+// metricName is the metric rule r serves for series, if its filters keep
+// the series and its name rule gives a non-empty name.
+func metricName(r *ruleset.Rule, series string) (string, bool) {
+	if !r.Namer.Keep(series) {
+		return "", false
+	}
+	name, ok := r.Namer.MetricName(series)
+	return name, ok && name != ""
+}
+
 // build maps the discovered shapes through the rules. When several rules
 // or series give the same metric, the first rule in the file wins, and
 // within a rule the first series name in sorted order.
@@ -70,11 +80,8 @@ func build(set *ruleset.Set, results map[queryKey][]prom.Shape) *Snapshot {
 	namespaced := map[customKey]bool{}
 	for _, r := range set.Custom {
 		for _, sh := range results[queryKey{r.Client, r.SeriesQuery}] {
-			if !r.Namer.Keep(sh.Name) {
-				continue
-			}
-			name, ok := r.Namer.MetricName(sh.Name)
-			if !ok || name == "" {
+			name, ok := metricName(r, sh.Name)
+			if !ok {
 				continue
 			}
 			resources, ns := r.Resources.ResourcesForSeries(sh.Labels)
@@ -102,11 +109,8 @@ func build(set *ruleset.Set, results map[queryKey][]prom.Shape) *Snapshot {
 	})
 	for _, r := range set.External {
 		for _, sh := range results[queryKey{r.Client, r.SeriesQuery}] {
-			if !r.Namer.Keep(sh.Name) {
-				continue
-			}
-			name, ok := r.Namer.MetricName(sh.Name)
-			if !ok || name == "" {
+			name, ok := metricName(r, sh.Name)
+			if !ok {
 				continue
 			}
 			if _, dup := s.external[name]; !dup {

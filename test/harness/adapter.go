@@ -125,7 +125,7 @@ func (h *Harness) StartAdapter(ctx context.Context, o AdapterOptions) (*Adapter,
 	}
 	for _, gv := range o.APIServices {
 		if err := h.WaitAPIServiceAvailable(ctx, gv[1]+"."+gv[0], 60*time.Second); err != nil {
-			return a, fmt.Errorf("%w; adapter log %s ends with:\n%s", err, a.Process.LogPath(), a.Process.logTail())
+			return a, fmt.Errorf("%w; adapter log %s ends with:\n%s", err, a.Process.LogPath(), a.Process.LogTail())
 		}
 	}
 	return a, nil

@@ -147,7 +147,7 @@ func (h *Harness) WaitDeploymentReady(ctx context.Context, namespace, name strin
 		}
 		pods = pods[:0]
 		for _, p := range list.Items {
-			if p.DeletionTimestamp == nil && podReady(&p) {
+			if p.DeletionTimestamp == nil && PodReady(&p) {
 				pods = append(pods, p)
 			}
 		}
@@ -159,7 +159,8 @@ func (h *Harness) WaitDeploymentReady(ctx context.Context, namespace, name strin
 	return pods, err
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady reports whether the pod is Running with condition Ready=True.
+func PodReady(p *corev1.Pod) bool {
 	if p.Status.Phase != corev1.PodRunning {
 		return false
 	}

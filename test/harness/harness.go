@@ -285,7 +285,7 @@ func waitFor(ctx context.Context, p *Process, what string, timeout time.Duration
 	for {
 		if p != nil {
 			if done, werr := p.exited(); done {
-				return fmt.Errorf("%s exited before it was ready (%v); log %s ends with:\n%s", p.name, werr, p.logPath, p.logTail())
+				return fmt.Errorf("%s exited before it was ready (%v); log %s ends with:\n%s", p.name, werr, p.logPath, p.LogTail())
 			}
 		}
 		if last = check(ctx); last == nil {
@@ -295,7 +295,7 @@ func waitFor(ctx context.Context, p *Process, what string, timeout time.Duration
 		case <-ctx.Done():
 			tail := ""
 			if p != nil {
-				tail = fmt.Sprintf("; log %s ends with:\n%s", p.logPath, p.logTail())
+				tail = fmt.Sprintf("; log %s ends with:\n%s", p.logPath, p.LogTail())
 			}
 			return fmt.Errorf("%s not ready after %s: %v%s", what, timeout, last, tail)
 		case <-time.After(50 * time.Millisecond):

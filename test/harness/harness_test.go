@@ -17,7 +17,6 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -200,79 +199,17 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-// runAdapter runs `tidal adapter` on loopback as its own service account,
-// registers v1beta1.custom.metrics.k8s.io for it and checks that the
-// aggregator marks it Available and proxies discovery for the HPA's identity.
+// runAdapter runs `tidal adapter` on loopback as its own service account
+// (h.StartAdapter), registers v1beta1.custom.metrics.k8s.io for it, and
+// checks that the aggregator marks it Available and proxies discovery for
+// the HPA's identity.
 func runAdapter(ctx context.Context, t *testing.T, h *harness.Harness, tidal string) {
 	t.Helper()
-	const ns, svc = "tidal-system", "tidal-adapter"
-	if err := h.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	adapterID := harness.ServiceAccountIdentity(ns, svc)
-	bindings := []struct {
-		role      rbacv1.RoleRef
-		namespace string
-	}{
-		{rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:auth-delegator"}, ""},
-		{rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "extension-apiserver-authentication-reader"}, "kube-system"},
-	}
-	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: svc, Namespace: ns}}
-	for _, b := range bindings {
-		meta := metav1.ObjectMeta{Name: "tidal-adapter-" + b.role.Name}
-		var err error
-		if b.namespace == "" {
-			_, err = h.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: meta, RoleRef: b.role, Subjects: subject}, metav1.CreateOptions{})
-		} else {
-			meta.Namespace = b.namespace
-			_, err = h.Client.RbacV1().RoleBindings(b.namespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: b.role, Subjects: subject}, metav1.CreateOptions{})
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	kubeconfig, _, err := h.Kubeconfig(adapterID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serving, err := h.ServingCertFor(ns, svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile, err := serving.WriteFiles(h.Dir, "adapter-serving")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := h.StartProcess("tidal-adapter", tidal, []string{
-		"adapter",
-		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
-		"--tls-cert-file=" + certFile, "--tls-private-key-file=" + keyFile,
-		"--kubeconfig=" + kubeconfig,
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--prometheus-url=" + h.PrometheusURL,
-	}, port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := harness.WaitReady(ctx, p, "tidal adapter", 60*time.Second, func(context.Context) error {
-		if !harness.PortOpen(port) {
-			return fmt.Errorf("port %d not open yet", port)
-		}
-		return nil
+	if _, err := h.StartAdapter(ctx, harness.AdapterOptions{
+		Binary:      tidal,
+		APIServices: [][2]string{{"custom.metrics.k8s.io", "v1beta1"}},
 	}); err != nil {
 		t.Fatal(err)
-	}
-	srv := harness.AggregatedServer{Namespace: ns, Service: svc, Port: port, CABundle: h.CA.CertPEM}
-	if err := h.RegisterAPIService(ctx, srv, "custom.metrics.k8s.io", "v1beta1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.WaitAPIServiceAvailable(ctx, "v1beta1.custom.metrics.k8s.io", 60*time.Second); err != nil {
-		t.Fatalf("%v; adapter log %s ends with:\n%s", err, p.LogPath(), tail(p.LogPath()))
 	}
 	hpa, err := h.RestConfigFor(harness.HPAServiceAccount)
 	if err != nil {
@@ -289,17 +226,6 @@ func runAdapter(ctx context.Context, t *testing.T, h *harness.Harness, tidal str
 	if res.GroupVersion != "custom.metrics.k8s.io/v1beta1" {
 		t.Fatalf("group version %q", res.GroupVersion)
 	}
-}
-
-func tail(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	if len(data) > 4096 {
-		data = data[len(data)-4096:]
-	}
-	return string(data)
 }
 
 // leftovers is what a child test reports about the harness it started.

@@ -91,8 +91,8 @@ func (p *Process) stop(grace time.Duration) error {
 	return nil
 }
 
-// logTail returns the last few KiB of the process log, for error messages.
-func (p *Process) logTail() string {
+// LogTail returns the last few KiB of the process log, for error messages.
+func (p *Process) LogTail() string {
 	return tailFile(p.logPath, 4096)
 }
 

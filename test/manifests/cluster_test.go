@@ -251,10 +251,10 @@ func (c *clusterTest) runAutoscaler(ctx context.Context, t *testing.T, mode stri
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("%v\nlog %s:\n%s", err, p.LogPath(), tailFile(p.LogPath()))
+		t.Fatalf("%v\nlog %s:\n%s", err, p.LogPath(), p.LogTail())
 	}
 	if log := string(readFile(t, p.LogPath())); strings.Contains(log, "forbidden") {
-		t.Fatalf("the autoscaler was refused something; log %s:\n%s", p.LogPath(), tailFile(p.LogPath()))
+		t.Fatalf("the autoscaler was refused something; log %s:\n%s", p.LogPath(), p.LogTail())
 	}
 }
 
@@ -370,7 +370,7 @@ func (c *clusterTest) runAdapter(ctx context.Context, t *testing.T) {
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("%v; adapter log %s:\n%s", err, p.LogPath(), tailFile(p.LogPath()))
+		t.Fatalf("%v; adapter log %s:\n%s", err, p.LogPath(), p.LogTail())
 	}
 
 	// The HPA controller's identity may read custom and external metrics
@@ -396,7 +396,7 @@ func (c *clusterTest) runAdapter(ctx context.Context, t *testing.T) {
 		}
 	}
 	if log := string(readFile(t, p.LogPath())); strings.Contains(log, "forbidden") {
-		t.Errorf("the adapter was refused something; log %s:\n%s", p.LogPath(), tailFile(p.LogPath()))
+		t.Errorf("the adapter was refused something; log %s:\n%s", p.LogPath(), p.LogTail())
 	}
 }
 
@@ -407,15 +407,4 @@ func clientFor(t *testing.T, h *harness.Harness, id harness.Identity) kubernetes
 		t.Fatal(err)
 	}
 	return kubernetes.NewForConfigOrDie(cfg)
-}
-
-func tailFile(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	if len(data) > 4096 {
-		data = data[len(data)-4096:]
-	}
-	return string(data)
 }

@@ -318,7 +318,7 @@ func drive(ctx context.Context, h *harness.Harness, cfg Config) (*Result, error)
 		list, _ := pods.List(selector)
 		var names []string
 		for _, p := range list {
-			if p.DeletionTimestamp == nil && ready(p) {
+			if p.DeletionTimestamp == nil && harness.PodReady(p) {
 				names = append(names, p.Name)
 			}
 		}
@@ -430,18 +430,6 @@ In another shell:
 Logs: %s
 Ctrl-C stops everything.
 `, h.AdminKubeconfig, h.ToolsDir(), Namespace, Namespace, filepath.Join(h.Dir, "logs"))
-}
-
-func ready(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // sample reads one second's values, ha may be nil.
