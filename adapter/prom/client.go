@@ -6,7 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -279,11 +279,11 @@ func (c *client) Series(ctx context.Context, matchers []string, start, end time.
 		}
 		return nil, c.classify(err)
 	}
-	sort.Slice(shapes, func(i, j int) bool {
-		if shapes[i].Name != shapes[j].Name {
-			return shapes[i].Name < shapes[j].Name
+	slices.SortFunc(shapes, func(a, b Shape) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
 		}
-		return strings.Join(shapes[i].Labels, ",") < strings.Join(shapes[j].Labels, ",")
+		return slices.Compare(a.Labels, b.Labels)
 	})
 	return shapes, nil
 }

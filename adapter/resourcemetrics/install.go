@@ -46,7 +46,8 @@ func Install(ctx context.Context, server *genericapiserver.GenericAPIServer, p *
 	// Fill the caches now, so the first request does not wait for them.
 	go func() { _, _ = pods.lister() }()
 	go func() { _, _ = nodes.lister() }()
-	return msapi.Install(p, pods, nodeLister{nodes}, server, nil)
+	info := msapi.Build(&podStorage{metrics: p, pods: pods}, &nodeStorage{metrics: p, nodes: nodeLister{nodes}})
+	return server.InstallAPIGroup(&info)
 }
 
 // syncedLister is a cache.GenericLister that waits for its cache's first

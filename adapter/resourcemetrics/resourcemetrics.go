@@ -3,10 +3,12 @@
 // ContainerResource metrics read) from the rule file's resourceRules.
 //
 // The API storage (get, list, namespaced list, label and field selectors,
-// tables for `kubectl get podmetrics`) is metrics-server's own
-// sigs.k8s.io/metrics-server/pkg/api; this package is its MetricsGetter,
-// backed by Prometheus, and the listers it reads pods and nodes from (the
-// adapter's metadata watch caches: no LIST per request).
+// tables for `kubectl get podmetrics`) behaves as metrics-server's
+// sigs.k8s.io/metrics-server/pkg/api, whose types and API group it uses;
+// it is this package's own only so that errors keep their status (see
+// storage.go). This package is its MetricsGetter, backed by Prometheus,
+// and the listers it reads pods and nodes from (the adapter's metadata
+// watch caches: no LIST per request).
 //
 // What a request gets:
 //   - at most two PromQL queries, cpu and memory, rendered from the
@@ -31,8 +33,10 @@
 //   - the timestamp is the earliest sample's (Prometheus' evaluation time),
 //     never the adapter's clock; the window is resourceRules.window, else
 //     the range of the cpu query (rate(x[3m]) -> 3m), else 1m;
-//   - Prometheus failing, or the rule file losing its resourceRules after
-//     a reload, fails the request (500, with the reason).
+//   - Prometheus unreachable, 5xx, 401/403 or too slow fails the request
+//     with 503 ServiceUnavailable naming the backend; a query Prometheus
+//     rejects, or the rule file losing its resourceRules after a reload,
+//     with 500 and the reason.
 package resourcemetrics
 
 import (

@@ -1,0 +1,229 @@
+package resourcemetrics_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	restclient "k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	msapi "sigs.k8s.io/metrics-server/pkg/api"
+
+	"github.com/tidal-autoscaler/tidal/adapter/internal/promtest"
+	"github.com/tidal-autoscaler/tidal/adapter/resourcemetrics"
+	"github.com/tidal-autoscaler/tidal/adapter/ruleset"
+)
+
+// fakeCaches is an objects.CacheLister over fixed pods and nodes.
+type fakeCaches struct{ objs map[string][]runtime.Object }
+
+func (f fakeCaches) GenericLister(_ context.Context, gvr schema.GroupVersionResource) (cache.GenericLister, error) {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, o := range f.objs[gvr.Resource] {
+		if err := idx.Add(o); err != nil {
+			return nil, err
+		}
+	}
+	return cache.NewGenericLister(idx, gvr.GroupResource()), nil
+}
+
+func (fakeCaches) Names(context.Context, schema.GroupVersionResource, string, labels.Selector) ([]string, error) {
+	return nil, nil
+}
+
+func (fakeCaches) Exists(context.Context, schema.GroupVersionResource, string, string) (bool, error) {
+	return true, nil
+}
+
+// defaultCaches hold pods ns/a, ns/b, ns/c, other/d and nodes n, m.
+var defaultCaches = fakeCaches{objs: map[string][]runtime.Object{
+	"pods": {pod("ns", "a"), pod("ns", "b"), pod("ns", "c"), pod("other", "d")},
+	"nodes": {
+		&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "n"}},
+		&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "m"}},
+	},
+}}
+
+// serve installs metrics.k8s.io with Install on an in-process apiserver
+// (no authentication or authorization) and returns its URL.
+func serve(t *testing.T, p *resourcemetrics.Provider) string {
+	t.Helper()
+	cfg := genericapiserver.NewRecommendedConfig(msapi.Codecs)
+	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	cfg.ExternalAddress = "127.0.0.1:443"
+	cfg.LoopbackClientConfig = &restclient.Config{}
+	namer := openapinamer.NewDefinitionNamer(resourcemetrics.Scheme)
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(resourcemetrics.GetOpenAPIDefinitions, namer)
+	server, err := cfg.Complete().New("test", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := resourcemetrics.Install(ctx, server, p, defaultCaches); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(server.Handler)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestServedErrors(t *testing.T) {
+	tests := []struct {
+		name       string
+		resp       promtest.Response
+		down       bool
+		wantCode   int
+		wantReason metav1.StatusReason
+		wantText   string
+	}{
+		{
+			name:       "Prometheus unreachable is 503 naming the backend",
+			down:       true,
+			wantCode:   http.StatusServiceUnavailable,
+			wantReason: metav1.StatusReasonServiceUnavailable,
+			wantText:   `Prometheus backend "default"`,
+		},
+		{
+			name:       "Prometheus answering 503 is 503 naming the backend",
+			resp:       promtest.Response{Status: 503, ErrorType: "unavailable", Error: "down"},
+			wantCode:   http.StatusServiceUnavailable,
+			wantReason: metav1.StatusReasonServiceUnavailable,
+			wantText:   `Prometheus backend "default"`,
+		},
+		{
+			name:       "a query Prometheus rejects is 500 with the reason",
+			resp:       promtest.Response{Status: 400, ErrorType: "bad_data", Error: "parse error"},
+			wantCode:   http.StatusInternalServerError,
+			wantReason: metav1.StatusReasonInternalError,
+			wantText:   "parse error",
+		},
+	}
+	paths := []string{
+		"/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods/a",
+		"/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods",
+		"/apis/metrics.k8s.io/v1beta1/pods",
+		"/apis/metrics.k8s.io/v1beta1/nodes/n",
+		"/apis/metrics.k8s.io/v1beta1/nodes",
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := promtest.New(t)
+			srv.OnQuery(func(string) promtest.Response { return tt.resp })
+			set := srv.Rules(t, strings.Replace(rulesTemplate, "WINDOW", "", 1), nil)
+			if tt.down {
+				srv.Close()
+			}
+			base := serve(t, resourcemetrics.New(resourcemetrics.Options{Rules: func() *ruleset.Set { return set }}))
+			for _, path := range paths {
+				resp, err := http.Get(base + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var st metav1.Status
+				err = json.NewDecoder(resp.Body).Decode(&st)
+				resp.Body.Close()
+				if err != nil {
+					t.Fatalf("%s: %v", path, err)
+				}
+				if resp.StatusCode != tt.wantCode || int(st.Code) != tt.wantCode || st.Reason != tt.wantReason || !strings.Contains(st.Message, tt.wantText) {
+					t.Errorf("GET %s = %d %s %q, want %d %s mentioning %q", path, resp.StatusCode, st.Reason, st.Message, tt.wantCode, tt.wantReason, tt.wantText)
+				}
+			}
+		})
+	}
+}
+
+// TestServed checks the storage against what metrics-server's answers:
+// selectors, order, objects without samples and tables.
+func TestServed(t *testing.T) {
+	p, _ := setup(t, "", []promtest.Sample{
+		c("ns", "a", "app", 0.25), c("ns", "b", "app", 0.5), c("other", "d", "app", 1), n("n", 2),
+	}, []promtest.Sample{
+		c("ns", "a", "app", 1<<20), c("ns", "b", "app", 2<<20), c("other", "d", "app", 3<<20), n("n", 4<<20),
+	})
+	base := serve(t, p)
+	const table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+	tests := []struct {
+		name, path, accept string
+		want               string
+	}{
+		{"namespaced list, sorted, pods without samples left out", "/namespaces/ns/pods", "", "200 ns/a ns/b"},
+		{"list in all namespaces", "/pods", "", "200 ns/a ns/b other/d"},
+		{"label selector", "/namespaces/ns/pods?labelSelector=app%3Db", "", "200 ns/b"},
+		{"field selector", "/pods?fieldSelector=metadata.namespace%3Dother", "", "200 other/d"},
+		{"get", "/namespaces/ns/pods/b", "", "200 ns/b"},
+		{"get a pod without samples", "/namespaces/ns/pods/c", "", "404"},
+		{"get a pod that does not exist", "/namespaces/ns/pods/zz", "", "404"},
+		{"nodes", "/nodes", "", "200 n"},
+		{"node field selector", "/nodes?fieldSelector=metadata.name%3Dm", "", "200"},
+		{"get a node without samples", "/nodes/m", "", "404"},
+		{"pod table: summed usage per resource, then the window", "/namespaces/ns/pods", table, "200 Name cpu memory Window | a 250m 1Mi 3m0s | b 500m 2Mi 3m0s"},
+		{"node table", "/nodes/n", table, "200 Name cpu memory Window | n 2 4Mi 3m0s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodGet, base+"/apis/metrics.k8s.io/v1beta1"+tt.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.accept != "" {
+				req.Header.Set("Accept", tt.accept)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var body struct {
+				Items []struct {
+					metav1.ObjectMeta `json:"metadata"`
+				} `json:"items"`
+				metav1.ObjectMeta `json:"metadata"`
+				Columns           []metav1.TableColumnDefinition `json:"columnDefinitions"`
+				Rows              []metav1.TableRow              `json:"rows"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+				t.Fatal(err)
+			}
+			got := []string{fmt.Sprint(resp.StatusCode)}
+			switch {
+			case resp.StatusCode != http.StatusOK:
+			case tt.accept != "":
+				for _, c := range body.Columns {
+					got = append(got, c.Name)
+				}
+				for _, r := range body.Rows {
+					got = append(got, "|")
+					for _, cell := range r.Cells {
+						got = append(got, fmt.Sprint(cell))
+					}
+				}
+			case body.Name != "":
+				got = append(got, body.Namespace+"/"+body.Name)
+			default:
+				for _, m := range body.Items {
+					if m.Namespace == "" {
+						got = append(got, m.Name)
+					} else {
+						got = append(got, m.Namespace+"/"+m.Name)
+					}
+				}
+			}
+			if g := strings.Join(got, " "); g != tt.want {
+				t.Errorf("GET %s = %q, want %q", tt.path, g, tt.want)
+			}
+		})
+	}
+}
