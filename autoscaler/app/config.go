@@ -49,6 +49,8 @@ type Config struct {
 	Reconciler Reconciler
 	// Registry holds the controller's and the process's metrics.
 	Registry *prometheus.Registry
+	// Profiling serves /debug/pprof/ on the health listener.
+	Profiling bool
 }
 
 // Reconciler is the controller with its informers and clients.
@@ -114,6 +116,7 @@ func (o *Options) Config() (*Config, error) {
 		HealthListener: ln,
 		Reconciler:     rec,
 		Registry:       reg,
+		Profiling:      o.Profiling,
 	}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -38,6 +39,13 @@ func (c *Config) Run(ctx context.Context) error {
 	healthz.InstallReadyzHandler(mux, healthz.PingHealthz, healthz.NamedCheck("controller", c.readyCheck))
 	if c.Registry != nil {
 		mux.Handle("/metrics", promhttp.HandlerFor(c.Registry, promhttp.HandlerOpts{}))
+	}
+	if c.Profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	probes := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	probeErr := make(chan error, 1)

@@ -266,3 +266,30 @@ func TestRunCancelledWhileWaitingToLead(t *testing.T) {
 		t.Errorf("lease holder = %q, want other-replica left alone", got)
 	}
 }
+
+// TestProfilingFlag: pprof is served on the unauthenticated health address
+// only when asked for.
+func TestProfilingFlag(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{name: "off by default", args: []string{"--leader-elect=false"}, want: http.StatusNotFound},
+		{name: "--profiling", args: []string{"--leader-elect=false", "--profiling"}, want: http.StatusOK},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := newConfig(t, tt.args...)
+			cfg.Reconciler = &fakeReconciler{}
+			cancel, done := start(t, cfg)
+			probe(t, cfg, "/healthz")
+			if code := status(t, cfg, "/debug/pprof/"); code != tt.want {
+				t.Errorf("/debug/pprof/ = %d, want %d", code, tt.want)
+			}
+			cancel()
+			if err := wait(t, done, 10*time.Second); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

@@ -38,6 +38,9 @@ type Options struct {
 	Mapper meta.RESTMapper
 	// Metrics reads the metrics APIs.
 	Metrics MetricsClient
+	// ScaleCache answers the scale of built-in workload kinds; nil: every
+	// scale is read with GET /scale.
+	ScaleCache *ScaleCache
 	// Recorder records events on the autoscalers.
 	Recorder record.EventRecorder
 	// Decision is the kube-controller-manager tuning (flags and gates).
@@ -82,14 +85,17 @@ func New(o Options) (*Controller, error) {
 	}
 	c := &Controller{
 		r: &reconciler{
-			source: o.Source, pods: o.Pods.Lister(), scales: &scaler{scales: o.Scales, mapper: o.Mapper},
+			source: o.Source, pods: o.Pods.Lister(), scales: &scaler{scales: o.Scales, mapper: o.Mapper, cache: o.ScaleCache},
 			metrics: o.Metrics, recorder: o.Recorder, monitor: o.Monitor, cfg: o.Decision.WithDefaults(),
 			clock: o.Clock, history: newHistoryStore(), selectors: newSelectorTracker(),
 		},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			newFixedIntervalRateLimiter(o.SyncPeriod),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "tidal-autoscaler"},
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "tidal-autoscaler", MetricsProvider: o.Monitor.queue},
 		),
+	}
+	if m, ok := o.Metrics.(interface{ shareNamespaceLists(func(string) bool) }); ok {
+		m.shareNamespaceLists(func(namespace string) bool { return c.r.selectors.count(namespace) > 1 })
 	}
 	_, err := o.Source.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.add,

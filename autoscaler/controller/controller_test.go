@@ -83,8 +83,8 @@ func TestRunReconcilesNativeHPAs(t *testing.T) {
 	for {
 		got, err := kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "web", metav1.GetOptions{})
 		must(t, err)
-		// The reconcile records its metrics after the status write and the
-		// history patch: wait for both, or the check below races it.
+		// The reconcile records its metrics after the status write: wait
+		// for both, or the check below races it.
 		reconciled := testutil.ToFloat64(monitor.reconciliations.WithLabelValues(actionScaleUp, errorNone)) >= 1
 		if got.Status.DesiredReplicas == 5 && reconciled {
 			break
@@ -117,7 +117,9 @@ func TestRunReconcilesNativeHPAs(t *testing.T) {
 	}
 	for _, want := range []string{"tidal_autoscaler_reconciliations_total", "tidal_autoscaler_reconciliation_duration_seconds",
 		"tidal_autoscaler_metric_computation_total", "tidal_autoscaler_metric_computation_duration_seconds",
-		"tidal_autoscaler_autoscalers", "tidal_autoscaler_desired_replicas"} {
+		"tidal_autoscaler_autoscalers", "tidal_autoscaler_desired_replicas",
+		// client-go's queue metrics, named as in kube-controller-manager.
+		"workqueue_adds_total", "workqueue_depth", "workqueue_queue_duration_seconds", "workqueue_work_duration_seconds"} {
 		if !names[want] {
 			t.Errorf("metric %s not registered; have %v", want, names)
 		}

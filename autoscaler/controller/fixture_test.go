@@ -56,6 +56,9 @@ type world struct {
 	objectValue *int64
 	// external are the series of an external metric, milli.
 	external []int64
+	// history is the persisted history the autoscalers start with (see
+	// Object.PersistedHistory); "" for none.
+	history string
 }
 
 // fixture is a reconciler wired to fake clients, in one mode.
@@ -81,6 +84,17 @@ func newFixture(t *testing.T, mode Mode, w world, hpas ...*autoscalingv2.Horizon
 	for _, p := range w.pods {
 		kubeObjs = append(kubeObjs, p)
 	}
+	if w.history != "" {
+		seeded := make([]*autoscalingv2.HorizontalPodAutoscaler, 0, len(hpas))
+		for _, h := range hpas {
+			h = h.DeepCopy()
+			if mode == ModeNative {
+				hpaObject{h}.SetPersistedHistory(w.history)
+			}
+			seeded = append(seeded, h)
+		}
+		hpas = seeded
+	}
 	if mode == ModeNative {
 		for _, h := range hpas {
 			kubeObjs = append(kubeObjs, h.DeepCopy())
@@ -103,13 +117,13 @@ func newFixture(t *testing.T, mode Mode, w world, hpas ...*autoscalingv2.Horizon
 		must(t, v1alpha1.AddToScheme(scheme))
 		var objs []runtime.Object
 		for _, h := range hpas {
-			objs = append(objs, toUnstructured(t, h))
+			objs = append(objs, toUnstructured(t, h, w.history))
 		}
 		f.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
 			map[schema.GroupVersionResource]string{v1alpha1.GroupVersionResource: "HorizontalAutoscalerList"}, objs...)
 		f.source = CRDSource(dynamicinformer.NewDynamicSharedInformerFactory(f.dyn, 15*time.Second), f.dyn)
 		for _, h := range hpas {
-			must(t, f.source.Informer().GetIndexer().Add(toUnstructured(t, h)))
+			must(t, f.source.Informer().GetIndexer().Add(toUnstructured(t, h, w.history)))
 		}
 	}
 
@@ -151,13 +165,18 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func toUnstructured(t *testing.T, h *autoscalingv2.HorizontalPodAutoscaler) *unstructured.Unstructured {
+// toUnstructured converts h to a HorizontalAutoscaler with the persisted
+// history (status.tidal.history; "" for none).
+func toUnstructured(t *testing.T, h *autoscalingv2.HorizontalPodAutoscaler, history string) *unstructured.Unstructured {
 	t.Helper()
 	ha := &v1alpha1.HorizontalAutoscaler{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
 		ObjectMeta: *h.ObjectMeta.DeepCopy(),
 		Spec:       *h.Spec.DeepCopy(),
 		Status:     v1alpha1.HorizontalAutoscalerStatus{HorizontalPodAutoscalerStatus: *h.Status.DeepCopy()},
+	}
+	if history != "" {
+		haObject{ha}.SetPersistedHistory(history)
 	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ha)
 	must(t, err)

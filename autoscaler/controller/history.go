@@ -9,32 +9,33 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
 )
 
-// HistoryAnnotation holds the compacted behavior.History of an autoscaler
-// (behavior.History.Encode), so that a restarted controller or a new leader
-// decides as the controller that never stopped would have.
+// HistoryAnnotation holds the compacted behavior.History of a native
+// HorizontalPodAutoscaler (behavior.History.Encode); a HorizontalAutoscaler
+// keeps it in status.tidal.history. With it a restarted controller or a new
+// leader decides as the controller that never stopped would have.
 //
-// Why an annotation on the autoscaler itself (and not a status field or a
-// ConfigMap):
-//   - it works in both modes: native HorizontalPodAutoscalers have no status
-//     field tidal could use, and an annotation needs no schema change;
+// Why on the autoscaler itself (and not in a ConfigMap):
 //   - it lives and dies with the object: no garbage to collect when the
 //     autoscaler is deleted, no cross-object store that all autoscalers of a
-//     namespace would contend for (a ConfigMap would need a read-modify-write
-//     per change and grows with the namespace), and the informer the
-//     controller already runs delivers it, so seeding costs no extra read;
-//   - it is written with a JSON merge patch of metadata only, which never
-//     conflicts with the status update and is not dropped as metadata
-//     changes in a status update are (CRD status subresource).
+//     namespace would contend for, and the informer the controller already
+//     runs delivers it, so seeding costs no extra read;
+//   - it is written by the status update the reconcile makes anyway (an
+//     HPA's status update keeps metadata changes; a custom resource's keeps
+//     only the status, hence the status field), so it costs no request of
+//     its own when the status changes.
 //
-// Writes are kept minimal: the history is compacted first (entries that can
-// no longer change a decision are dropped: see behavior.History.Compact,
-// which also bounds the size), and the patch is sent only when the compacted
-// history differs from the last one persisted, compared after compacting
-// both at the same time (so entries merely expiring never cause a write).
-// A history that only repeats its newest recommendation still changes (the
-// newest time moves, and that time decides when a held scale-down is
-// released), so a steadily recommended count is persisted once per sync
-// period: being exact after a failover needs it.
+// Writes are kept few: the history is compacted first (entries that can no
+// longer change a decision are dropped: see behavior.History.Compact, which
+// also bounds the size), and compared with the last one persisted after
+// compacting both at the same time (so entries merely expiring never cause
+// a write). When the status is written anyway, a changed history goes with
+// it. Otherwise a status write is made for the history alone only when it
+// changed in more than the time of its newest recommendation, or that time
+// moved by historyRefresh or more: a steadily repeated recommendation is
+// refreshed once per historyRefresh, not once per sync. After a failover,
+// the newest recommendation a new leader sees is therefore at most
+// historyRefresh older than the one the old leader last made, and only
+// when nothing else had changed.
 const HistoryAnnotation = "autoscaling.tidal.dev/history"
 
 // historyStore keeps the recommendations and scale events of every
@@ -90,18 +91,59 @@ func (s *historyStore) get(key string, uid types.UID, annotation string, ret beh
 	return e, err
 }
 
-// toPersist returns the encoding to store when the history changed, since
-// it was last persisted, in a way that can change a decision at now or
-// later; ok is false when nothing needs writing.
-func (e *historyEntry) toPersist(ret behavior.Retention, now time.Time) (value string, compacted behavior.History, ok bool) {
+// historyRefresh is how far the newest recommendation's time may move
+// before the history is written on its own (see HistoryAnnotation).
+const historyRefresh = time.Minute
+
+// persistence says whether and how urgently the history must be written.
+type persistence int
+
+const (
+	// persistNone: the stored history decides as the current one would.
+	persistNone persistence = iota
+	// persistWithStatus: only the newest recommendation's time moved, by
+	// less than historyRefresh; write it if the status is written anyway.
+	persistWithStatus
+	// persistNow: write it, with a status write of its own if need be.
+	persistNow
+)
+
+// toPersist returns the encoding to store and how much storing it matters
+// at now, compared with what was last persisted.
+func (e *historyEntry) toPersist(ret behavior.Retention, now time.Time) (value string, compacted behavior.History, p persistence) {
 	compacted = e.h.Compact(ret, now)
-	if e.persisted != nil && e.persisted.Compact(ret, now).Equal(compacted) {
-		return "", compacted, false
+	if e.persisted == nil {
+		if len(compacted.Recommendations) == 0 && len(e.h.Recommendations) == 0 {
+			return "", compacted, persistNone // never recorded anything
+		}
+		return compacted.Encode(), compacted, persistNow
 	}
-	if e.persisted == nil && len(compacted.Recommendations) == 0 && len(e.h.Recommendations) == 0 {
-		return "", compacted, false // never recorded anything
+	stored := e.persisted.Compact(ret, now)
+	switch {
+	case stored.Equal(compacted):
+		return "", compacted, persistNone
+	case newestMovedBy(stored, compacted) < historyRefresh:
+		return compacted.Encode(), compacted, persistWithStatus
 	}
-	return compacted.Encode(), compacted, true
+	return compacted.Encode(), compacted, persistNow
+}
+
+// newestMovedBy returns how far the newest recommendation of b is newer
+// than a's when that is all that differs (same replicas, every other entry
+// equal); otherwise a duration past any refresh interval.
+func newestMovedBy(a, b behavior.History) time.Duration {
+	const different = time.Duration(1<<63 - 1)
+	n := len(a.Recommendations)
+	if n == 0 || n != len(b.Recommendations) || a.Recommendations[n-1].Replicas != b.Recommendations[n-1].Replicas {
+		return different
+	}
+	moved := b.Recommendations[n-1].Time.Sub(a.Recommendations[n-1].Time)
+	sameOthers := behavior.History{Recommendations: a.Recommendations[:n-1], ScaleUpEvents: a.ScaleUpEvents, ScaleDownEvents: a.ScaleDownEvents}.
+		Equal(behavior.History{Recommendations: b.Recommendations[:n-1], ScaleUpEvents: b.ScaleUpEvents, ScaleDownEvents: b.ScaleDownEvents})
+	if !sameOthers || moved < 0 {
+		return different
+	}
+	return moved
 }
 
 // persistedAs records that compacted, encoded as value, is now stored.

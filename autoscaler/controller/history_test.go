@@ -65,11 +65,11 @@ func TestRestartKeepsDecisions(t *testing.T) {
 				load := milliByPod(40000, 40000, 40000, 40000)
 				hpa := newHPA("web", ptr.To[int32](1), 4, podsMetric("rps", "10"))
 				hpa.Spec.Behavior = tt.behavior
-				newRun := func(h *autoscalingv2.HorizontalPodAutoscaler, replicas int32) *restartRun {
-					w := world{scale: newScale(replicas, replicas, "app=web"), pods: pods(100, 100, 100, 100), customPods: load}
+				newRun := func(h *autoscalingv2.HorizontalPodAutoscaler, replicas int32, history string) *restartRun {
+					w := world{scale: newScale(replicas, replicas, "app=web"), pods: pods(100, 100, 100, 100), customPods: load, history: history}
 					return &restartRun{f: newFixture(t, mode, w, h), world: w.scale, scale: replicas}
 				}
-				never := newRun(hpa, 4)
+				never := newRun(hpa, 4, "")
 				const restartAt, steps = 5, 30
 				var seeded, unseeded *restartRun
 				for i := range steps {
@@ -81,16 +81,14 @@ func TestRestartKeepsDecisions(t *testing.T) {
 					}
 					if i == restartAt {
 						stored := never.f.stored("web")
-						if stored.GetAnnotations()[HistoryAnnotation] == "" {
-							t.Fatal("no history annotation written")
+						history := stored.PersistedHistory()
+						if history == "" {
+							t.Fatal("no history written")
 						}
 						h := hpa.DeepCopy()
-						h.Annotations = stored.GetAnnotations()
 						h.Status = *stored.HPAStatus()
-						seeded = newRun(h, never.scale)
-						h = h.DeepCopy()
-						h.Annotations = nil
-						unseeded = newRun(h, never.scale)
+						seeded = newRun(h, never.scale, history)
+						unseeded = newRun(h.DeepCopy(), never.scale, "")
 					}
 					for _, r := range []*restartRun{never, seeded, unseeded} {
 						if r != nil {
@@ -114,48 +112,144 @@ func TestRestartKeepsDecisions(t *testing.T) {
 	}
 }
 
-// TestHistoryWrittenOnlyWhenItMatters checks that a reconcile that does not
-// change the compacted history (here: same recommendation at the same time)
-// writes nothing, and that one that changes it writes once.
-func TestHistoryWrittenOnlyWhenItMatters(t *testing.T) {
+// TestHistoryWrittenWithStatus follows the writes of one autoscaler whose
+// recommendation stays the same: the history goes with status writes, and
+// a status write of its own is made only once the newest recommendation's
+// time has moved by historyRefresh.
+func TestHistoryWrittenWithStatus(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
 			w := world{scale: newScale(3, 3, "app=web"), pods: pods(100, 100, 100), customPods: milliByPod(10000, 10000, 10000)}
 			f := newFixture(t, mode, w, newHPA("web", ptr.To[int32](1), 10, podsMetric("rps", "10")))
-			patches := func() int {
-				n := 0
-				actions := f.kube.Actions()
-				if mode == ModeCRD {
-					actions = f.dyn.Actions()
-				}
-				for _, a := range actions {
-					if a.GetVerb() == "patch" {
-						n++
+			steps := []struct {
+				name string
+				at   time.Duration
+				// rps changes the metric (and so the status) when set.
+				rps        int64
+				wantWrites int
+				// wantNewest is the newest persisted recommendation's time.
+				wantNewest time.Duration
+			}{
+				{name: "first reconcile: status and history", at: 0, wantWrites: 1, wantNewest: 0},
+				{name: "same time, same status: nothing", at: 0, wantWrites: 1, wantNewest: 0},
+				{name: "newest moved 15s, status unchanged: nothing", at: 15 * time.Second, wantWrites: 1, wantNewest: 0},
+				{name: "newest moved 45s: nothing", at: 45 * time.Second, wantWrites: 1, wantNewest: 0},
+				{name: "newest moved 60s (historyRefresh): history alone", at: 60 * time.Second, wantWrites: 2, wantNewest: 60 * time.Second},
+				{name: "status changes: history goes with it", at: 75 * time.Second, rps: 10500, wantWrites: 3, wantNewest: 75 * time.Second},
+			}
+			for _, st := range steps {
+				if st.rps != 0 {
+					for k := range w.customPods {
+						w.customPods[k] = st.rps
 					}
 				}
-				return n
-			}
-			must(t, f.reconcile("web"))
-			f.sync("web")
-			if n := patches(); n != 1 {
-				t.Fatalf("patches after the first reconcile = %d, want 1", n)
-			}
-			must(t, f.reconcile("web")) // same time: same history
-			f.sync("web")
-			if n := patches(); n != 1 {
-				t.Fatalf("patches after an unchanged reconcile = %d, want 1", n)
-			}
-			f.ctrl.r.clock = testingclock.NewFakePassiveClock(now.Add(15 * time.Second))
-			must(t, f.reconcile("web"))
-			if n := patches(); n != 2 {
-				t.Fatalf("patches after a new recommendation = %d, want 2", n)
-			}
-			h, err := behavior.Decode(f.stored("web").GetAnnotations()[HistoryAnnotation])
-			must(t, err)
-			if len(h.Recommendations) != 1 || h.Recommendations[0].Replicas != 3 || !h.Recommendations[0].Time.Equal(now.Add(15*time.Second)) {
-				t.Errorf("persisted %+v, want the one recommendation 3 at +15s", h.Recommendations)
+				f.ctrl.r.clock = testingclock.NewFakePassiveClock(now.Add(st.at))
+				must(t, f.reconcile("web"))
+				f.sync("web")
+				if n := f.statusUpdates(); n != st.wantWrites {
+					t.Fatalf("%s: status writes = %d, want %d", st.name, n, st.wantWrites)
+				}
+				h, err := behavior.Decode(f.stored("web").PersistedHistory())
+				must(t, err)
+				if len(h.Recommendations) != 1 || h.Recommendations[0].Replicas != 3 || !h.Recommendations[0].Time.Equal(now.Add(st.wantNewest)) {
+					t.Fatalf("%s: persisted %+v, want the one recommendation 3 at +%s", st.name, h.Recommendations, st.wantNewest)
+				}
 			}
 		})
+	}
+}
+
+// TestToPersist: which history changes are written at once, which only
+// with a status write, and which not at all.
+func TestToPersist(t *testing.T) {
+	ret := behavior.Retention{DownWindow: 5 * time.Minute}
+	at := func(d time.Duration) time.Time { return now.Add(d) }
+	rec := func(replicas int32, d time.Duration) behavior.Recommendation {
+		return behavior.Recommendation{Replicas: replicas, Time: at(d)}
+	}
+	tests := []struct {
+		name      string
+		persisted *behavior.History
+		current   behavior.History
+		want      persistence
+	}{
+		{name: "nothing recorded, nothing stored", current: behavior.History{}, want: persistNone},
+		{name: "first recommendation", current: behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}}, want: persistNow},
+		{
+			name:      "same history",
+			persisted: &behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
+			current:   behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
+			want:      persistNone,
+		},
+		{
+			name:      "same recommendation 59s later",
+			persisted: &behavior.History{Recommendations: []behavior.Recommendation{rec(5, 0), rec(3, 10*time.Second)}},
+			current:   behavior.History{Recommendations: []behavior.Recommendation{rec(5, 0), rec(3, 10*time.Second), rec(3, 69*time.Second)}},
+			want:      persistWithStatus,
+		},
+		{
+			name:      "same recommendation 60s later",
+			persisted: &behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
+			current:   behavior.History{Recommendations: []behavior.Recommendation{rec(3, time.Minute)}},
+			want:      persistNow,
+		},
+		{
+			name:      "a different recommendation",
+			persisted: &behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
+			current:   behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0), rec(2, 15*time.Second)}},
+			want:      persistNow,
+		},
+		{
+			name:      "a scale event",
+			persisted: &behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
+			current: behavior.History{
+				Recommendations: []behavior.Recommendation{rec(3, 15*time.Second)},
+				ScaleDownEvents: []behavior.ScaleEvent{{Change: 1, Time: at(15 * time.Second)}},
+			},
+			want: persistNow,
+		},
+		{
+			name:      "only an expired entry dropped",
+			persisted: &behavior.History{Recommendations: []behavior.Recommendation{rec(9, -10*time.Minute), rec(3, 0)}},
+			current:   behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
+			want:      persistNone,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &historyEntry{h: tt.current}
+			if tt.persisted != nil {
+				e.persistedAs(*tt.persisted, tt.persisted.Encode())
+			}
+			var last time.Time
+			for _, r := range tt.current.Recommendations {
+				last = r.Time
+			}
+			_, _, got := e.toPersist(ret, last)
+			if got != tt.want {
+				t.Errorf("toPersist = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestHistorySeededFromAnnotation: a HorizontalAutoscaler whose history an
+// earlier tidal kept in the annotation is seeded from it.
+func TestHistorySeededFromAnnotation(t *testing.T) {
+	stored := behavior.History{Recommendations: []behavior.Recommendation{{Replicas: 7, Time: now.Add(-time.Minute)}}}.Encode()
+	hpa := newHPA("web", ptr.To[int32](1), 10, podsMetric("rps", "10"))
+	hpa.Annotations = map[string]string{HistoryAnnotation: stored}
+	w := world{scale: newScale(7, 7, "app=web"), pods: pods(100, 100, 100), customPods: milliByPod(1000, 1000, 1000)}
+	f := newFixture(t, ModeCRD, w, hpa)
+	must(t, f.reconcile("web"))
+	// The load wants 1, the seeded 7 of a minute ago holds the scale-down.
+	if len(f.scaleUpdates) != 0 {
+		t.Errorf("scaled to %v; the seeded recommendation 7 should hold the scale-down", f.scaleUpdates)
+	}
+	h, err := behavior.Decode(f.stored("web").PersistedHistory())
+	must(t, err)
+	if len(h.Recommendations) != 2 || h.Recommendations[0].Replicas != 7 {
+		t.Errorf("persisted %+v, want the seeded 7 then the new recommendation", h.Recommendations)
 	}
 }
 
@@ -167,7 +261,7 @@ func TestInvalidHistoryAnnotationIsIgnored(t *testing.T) {
 	hpa.Annotations = map[string]string{HistoryAnnotation: "{not json"}
 	f := newFixture(t, ModeNative, w, hpa)
 	must(t, f.reconcile("web"))
-	h, err := behavior.Decode(f.stored("web").GetAnnotations()[HistoryAnnotation])
+	h, err := behavior.Decode(f.stored("web").PersistedHistory())
 	must(t, err)
 	if len(h.Recommendations) != 1 {
 		t.Errorf("persisted %+v, want one recommendation", h.Recommendations)

@@ -6,7 +6,6 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	customapi "k8s.io/metrics/pkg/apis/custom_metrics/v1beta2"
@@ -45,7 +44,7 @@ const customMetricDefaultWindow = time.Minute
 // external.metrics.k8s.io.
 func NewRESTMetricsClient(resource resourceclient.PodMetricsesGetter, custom customclient.CustomMetricsClient, external externalclient.ExternalMetricsClient) MetricsClient {
 	return &restMetricsClient{
-		resourceMetrics: resourceMetrics{resource},
+		resourceMetrics: resourceMetrics{newPodMetricsLister(resource, nil)},
 		customMetrics:   customMetrics{custom},
 		externalMetrics: externalMetrics{external},
 	}
@@ -60,16 +59,22 @@ type restMetricsClient struct {
 var _ MetricsClient = (*restMetricsClient)(nil)
 
 type resourceMetrics struct {
-	client resourceclient.PodMetricsesGetter
+	pods *podMetricsLister
 }
 
 func (c resourceMetrics) ResourceMetric(ctx context.Context, resource corev1.ResourceName, namespace string, selector labels.Selector, container string) (replicas.PodSamples, error) {
-	list, err := c.client.PodMetricses(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	items, err := c.pods.list(ctx, namespace, selector)
 	if err != nil {
 		return nil, replicas.ResourceMetricsAPIError(err)
 	}
-	samples, _, err := replicas.ResourceSamples(replicas.FromV1beta1PodMetrics(list.Items), resource, container)
+	samples, _, err := replicas.ResourceSamples(replicas.FromV1beta1PodMetrics(items), resource, container)
 	return samples, err
+}
+
+// shareNamespaceLists lets the client list a namespace's PodMetrics once
+// for all its autoscalers when shared reports there are several.
+func (c resourceMetrics) shareNamespaceLists(shared func(namespace string) bool) {
+	c.pods.shared = shared
 }
 
 type customMetrics struct {

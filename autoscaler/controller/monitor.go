@@ -29,6 +29,8 @@ type Monitor struct {
 	metricComputationDuration *prometheus.HistogramVec
 	autoscalers               prometheus.Gauge
 	desiredReplicas           *prometheus.GaugeVec
+	// queue is the work queue's metrics provider.
+	queue *queueMetrics
 }
 
 // NewMonitor creates the metrics and registers them with reg (nil: not
@@ -63,12 +65,13 @@ func NewMonitor(reg prometheus.Registerer) (*Monitor, error) {
 			Namespace: ns, Subsystem: sub, Name: "desired_replicas",
 			Help: "Desired replica count of each autoscaler.",
 		}, []string{"namespace", "hpa_name"}),
+		queue: newQueueMetrics(),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.reconciliations, m.reconciliationDuration, m.metricComputations,
-		m.metricComputationDuration, m.autoscalers, m.desiredReplicas} {
+	for _, c := range append([]prometheus.Collector{m.reconciliations, m.reconciliationDuration, m.metricComputations,
+		m.metricComputationDuration, m.autoscalers, m.desiredReplicas}, m.queue.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

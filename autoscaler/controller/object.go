@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -10,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -44,6 +42,12 @@ type Object interface {
 	StatusEqual(other Object) bool
 	// DeepCopy returns an independent copy.
 	DeepCopy() Object
+	// PersistedHistory is the stored history (behavior.History.Encode);
+	// "" when none.
+	PersistedHistory() string
+	// SetPersistedHistory stores value with the next status write (see
+	// HistoryAnnotation).
+	SetPersistedHistory(value string)
 }
 
 // Source is the kind of object the controller reconciles. Its two
@@ -59,14 +63,6 @@ type Source interface {
 	Get(namespace, name string) (Object, error)
 	// UpdateStatus writes the object's status subresource.
 	UpdateStatus(ctx context.Context, obj Object) error
-	// PatchAnnotation sets one annotation of the object with a JSON merge
-	// patch of its metadata (no resourceVersion: it never conflicts).
-	PatchAnnotation(ctx context.Context, namespace, name, key, value string) error
-}
-
-// annotationPatch is a JSON merge patch setting one annotation.
-func annotationPatch(key, value string) ([]byte, error) {
-	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
 }
 
 // hpaObject is an autoscaling/v2 HorizontalPodAutoscaler.
@@ -91,6 +87,16 @@ func (o hpaObject) DeepCopy() Object {
 	return hpaObject{o.HorizontalPodAutoscaler.DeepCopy()}
 }
 
+// An HPA's status update keeps metadata changes (its status strategy
+// resets only the spec), so the annotation travels with the status.
+func (o hpaObject) PersistedHistory() string { return o.Annotations[HistoryAnnotation] }
+func (o hpaObject) SetPersistedHistory(value string) {
+	if o.Annotations == nil {
+		o.Annotations = map[string]string{}
+	}
+	o.Annotations[HistoryAnnotation] = value
+}
+
 // haObject is a tidal HorizontalAutoscaler.
 type haObject struct {
 	*v1alpha1.HorizontalAutoscaler
@@ -112,6 +118,22 @@ func (o haObject) StatusEqual(other Object) bool {
 }
 func (o haObject) DeepCopy() Object {
 	return haObject{o.HorizontalAutoscaler.DeepCopy()}
+}
+
+// A custom resource's status update drops metadata changes, so the
+// history is a status field; the annotation, where an earlier tidal kept
+// it, is read when the field is empty.
+func (o haObject) PersistedHistory() string {
+	if o.Status.Tidal != nil && o.Status.Tidal.History != "" {
+		return o.Status.Tidal.History
+	}
+	return o.Annotations[HistoryAnnotation]
+}
+func (o haObject) SetPersistedHistory(value string) {
+	if o.Status.Tidal == nil {
+		o.Status.Tidal = &v1alpha1.TidalStatus{}
+	}
+	o.Status.Tidal.History = value
 }
 
 // nativeSource reconciles autoscaling/v2 HorizontalPodAutoscalers.
@@ -196,23 +218,5 @@ func (s *crdSource) UpdateStatus(ctx context.Context, obj Object) error {
 	u := &unstructured.Unstructured{Object: content}
 	u.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind(v1alpha1.Kind))
 	_, err = s.client.Namespace(ha.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: fieldManager})
-	return err
-}
-
-func (s *nativeSource) PatchAnnotation(ctx context.Context, namespace, name, key, value string) error {
-	patch, err := annotationPatch(key, value)
-	if err != nil {
-		return err
-	}
-	_, err = s.client.HorizontalPodAutoscalers(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
-	return err
-}
-
-func (s *crdSource) PatchAnnotation(ctx context.Context, namespace, name, key, value string) error {
-	patch, err := annotationPatch(key, value)
-	if err != nil {
-		return err
-	}
-	_, err = s.client.Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
 	return err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -82,6 +81,10 @@ type step struct {
 	key      string
 	ref      string // Kind/namespace/name of the target, for errors
 	now      metav1.Time
+	// history and retention are set once the history is read; every
+	// status write from then on also persists it.
+	history   *historyEntry
+	retention behavior.Retention
 }
 
 func (r *reconciler) reconcile(ctx context.Context, obj Object, key string) (retErr error) {
@@ -141,20 +144,17 @@ func (r *reconciler) reconcile(ctx context.Context, obj Object, key string) (ret
 		Behavior: b, ScaledToZero: scaledToZero(st), HasObjectOrExternalMetrics: decision.HasObjectOrExternalMetrics(metrics),
 	}
 	ret := behavior.RetentionFor(b, r.cfg.DownscaleStabilizationWindow)
-	entry, err := r.history.get(key, obj.GetUID(), obj.GetAnnotations()[HistoryAnnotation], ret, start)
+	entry, err := r.history.get(key, obj.GetUID(), obj.PersistedHistory(), ret, start)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Ignoring the persisted history", "kind", r.source.Kind(), "autoscaler", klog.KObj(obj))
 	}
 	hist := &entry.h
 	if entry.persistedValue != "" {
-		// What this controller last stored: a status update that also
-		// writes metadata (autoscaling/v2 does) must not put back an older
-		// value from a lagging informer cache.
-		setAnnotation(obj, HistoryAnnotation, entry.persistedValue)
+		// What this controller last stored: a status update must not put
+		// back an older value from a lagging informer cache.
+		obj.SetPersistedHistory(entry.persistedValue)
 	}
-	// Persist after the status write (whatever the outcome): the patch
-	// touches metadata only, so it never conflicts with that write.
-	defer r.persistHistory(ctx, obj, entry, ret, start)
+	s.history, s.retention = entry, ret
 	var mr *metricsResult
 	if r.cfg.NeedsMetrics(in) {
 		res := r.computeMetrics(ctx, obj, key, sc, metrics, r.cfg.Tolerances(b), start)
@@ -251,15 +251,40 @@ func setStatus(obj Object, current, desired int32, statuses []autoscalingv2.Metr
 }
 
 // writeStatus sets tidal's status block (for kinds that have one) and
-// writes the status when it differs from the one read at the start.
+// writes the status when it differs from the one read at the start, or
+// when the history must be persisted (see HistoryAnnotation).
 func (r *reconciler) writeStatus(ctx context.Context, s *step, why *v1alpha1.Decision) error {
 	s.obj.SetTidalStatus(tidalStatus(s.obj, why))
-	if s.obj.StatusEqual(s.original) {
+	var (
+		value     string
+		compacted behavior.History
+		persist   = persistNone
+	)
+	// The stored history stays as it is unless it must change (the tidal
+	// status block was just replaced, and the cache may lag).
+	keep := s.original.PersistedHistory()
+	if s.history != nil {
+		if s.history.persistedValue != "" {
+			keep = s.history.persistedValue
+		}
+		value, compacted, persist = s.history.toPersist(s.retention, s.now.Time)
+	}
+	if keep != "" {
+		s.obj.SetPersistedHistory(keep)
+	}
+	changed := !s.obj.StatusEqual(s.original)
+	if !changed && persist != persistNow {
 		return nil
+	}
+	if persist != persistNone {
+		s.obj.SetPersistedHistory(value)
 	}
 	if err := r.source.UpdateStatus(ctx, s.obj); err != nil {
 		r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "FailedUpdateStatus", err.Error())
 		return fmt.Errorf("failed to update status for %s: %w", s.obj.GetName(), err)
+	}
+	if persist != persistNone {
+		s.history.persistedAs(compacted, value)
 	}
 	klog.FromContext(ctx).V(2).Info("Successfully updated status", "kind", r.source.Kind(), "autoscaler", klog.KObj(s.obj))
 	return nil
@@ -285,22 +310,6 @@ func validateSpec(spec *autoscalingv2.HorizontalPodAutoscalerSpec) error {
 func invalidSpecCondition(err error) decision.Condition {
 	return decision.Condition{Type: autoscalingv2.ScalingActive, Status: corev1.ConditionFalse, Reason: "InvalidSpec",
 		Message: fmt.Sprintf("the HPA spec is invalid: %v", err)}
-}
-
-// persistHistory stores the object's compacted history in
-// HistoryAnnotation when it changed in a way that matters (see
-// historyEntry.toPersist). A failure is logged, not returned: the decision
-// is made, and the next reconcile retries the write.
-func (r *reconciler) persistHistory(ctx context.Context, obj Object, e *historyEntry, ret behavior.Retention, now time.Time) {
-	value, compacted, ok := e.toPersist(ret, now)
-	if !ok {
-		return
-	}
-	if err := r.source.PatchAnnotation(ctx, obj.GetNamespace(), obj.GetName(), HistoryAnnotation, value); err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Persisting the autoscaler history failed", "kind", r.source.Kind(), "autoscaler", klog.KObj(obj))
-		return
-	}
-	e.persistedAs(compacted, value)
 }
 
 func setAnnotation(obj Object, key, value string) {

@@ -22,6 +22,8 @@ type resettable interface{ Reset() }
 type scaler struct {
 	scales scale.ScalesGetter
 	mapper meta.RESTMapper
+	// cache answers the scale of built-in kinds; nil: always GET.
+	cache *ScaleCache
 }
 
 // mappings maps a group and kind to its resources. A kind unknown to the
@@ -40,9 +42,15 @@ func (s *scaler) mappings(gk schema.GroupKind) ([]*meta.RESTMapping, error) {
 
 var errUnrecognizedResource = errors.New("unrecognized resource")
 
-// get returns the scale of the first mapping that has one; the error is
-// the first mapping's.
+// get returns the scale of the first mapping that has one, from the cache
+// when it can answer; the error is the first mapping's.
 func (s *scaler) get(ctx context.Context, namespace, name string, mappings []*meta.RESTMapping) (*autoscalingv1.Scale, schema.GroupResource, error) {
+	if len(mappings) > 0 {
+		gr := mappings[0].Resource.GroupResource()
+		if sc, ok := s.cache.get(gr, namespace, name); ok {
+			return sc, gr, nil
+		}
+	}
 	var firstErr error
 	for i, m := range mappings {
 		gr := m.Resource.GroupResource()
@@ -65,8 +73,9 @@ func (s *scaler) get(ctx context.Context, namespace, name string, mappings []*me
 func (s *scaler) update(ctx context.Context, namespace string, gr schema.GroupResource, sc *autoscalingv1.Scale, replicas int32) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		sc.Spec.Replicas = replicas
-		_, err := s.scales.Scales(namespace).Update(ctx, gr, sc, metav1.UpdateOptions{FieldManager: fieldManager})
+		written, err := s.scales.Scales(namespace).Update(ctx, gr, sc, metav1.UpdateOptions{FieldManager: fieldManager})
 		if err == nil {
+			s.cache.wrote(gr, namespace, sc.Name, written.ResourceVersion)
 			return nil
 		}
 		latest, getErr := s.scales.Scales(namespace).Get(ctx, gr, sc.Name, metav1.GetOptions{})

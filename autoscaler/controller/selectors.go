@@ -51,6 +51,13 @@ func (t *selectorTracker) putIfPresent(namespace, key string, sel labels.Selecto
 	return true
 }
 
+// count returns the number of autoscalers registered in the namespace.
+func (t *selectorTracker) count(namespace string) int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.namespaces[namespace])
+}
+
 // delete unregisters key; it reports whether it was registered.
 func (t *selectorTracker) delete(namespace, key string) bool {
 	t.mu.Lock()

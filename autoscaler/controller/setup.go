@@ -104,6 +104,13 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 	r.start = append(r.start, factory.Start)
 	r.shutdown = append(r.shutdown, factory.Shutdown)
 
+	// Targets' scales come from slimmed informers of the built-in kinds,
+	// started on first use.
+	scaleFactory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithTransform(ScaleTransform))
+	scaleCache := NewScaleCache(scaleFactory, nil)
+	r.start = append(r.start, scaleCache.Start)
+	r.shutdown = append(r.shutdown, scaleFactory.Shutdown)
+
 	var source Source
 	component := "tidal-autoscaler"
 	switch c.Mode {
@@ -137,7 +144,7 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 	r.scheme, r.component = scheme, component
 	r.options = Options{
 		Source: source, Pods: factory.Core().V1().Pods(),
-		Scales: scales, Mapper: mapper,
+		Scales: scales, Mapper: mapper, ScaleCache: scaleCache,
 		Metrics:  NewRESTMetricsClient(resourceMetrics.MetricsV1beta1(), customMetrics, externalMetrics),
 		Decision: c.Decision, SyncPeriod: c.SyncPeriod, Monitor: monitor,
 	}

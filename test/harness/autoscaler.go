@@ -25,6 +25,9 @@ type AutoscalerOptions struct {
 	Mode string
 	// Args are extra flags, e.g. --horizontal-pod-autoscaler-sync-period=5s.
 	Args []string
+	// Name names the process and its log file; default "tidal-autoscaler".
+	// Replicas of one deployment need distinct names.
+	Name string
 }
 
 // Autoscaler is a running `tidal autoscaler`.
@@ -50,6 +53,9 @@ func (h *Harness) StartAutoscaler(ctx context.Context, o AutoscalerOptions) (*Au
 	if o.Mode == "" {
 		o.Mode = "crd"
 	}
+	if o.Name == "" {
+		o.Name = "tidal-autoscaler"
+	}
 	if err := h.EnsureNamespace(ctx, a.Namespace); err != nil {
 		return nil, err
 	}
@@ -68,7 +74,7 @@ func (h *Harness) StartAutoscaler(ctx context.Context, o AutoscalerOptions) (*Au
 		"--leader-elect=true", "--leader-election-namespace=" + a.Namespace,
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", a.HealthPort),
 	}, o.Args...)
-	if a.Process, err = h.run("tidal-autoscaler", o.Binary, args, a.HealthPort); err != nil {
+	if a.Process, err = h.run(o.Name, o.Binary, args, a.HealthPort); err != nil {
 		return nil, err
 	}
 	probe := &http.Client{Timeout: 2 * time.Second}

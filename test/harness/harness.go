@@ -41,6 +41,9 @@ type Options struct {
 	// ControllerManager runs kube-controller-manager with the workload
 	// controllers and without the HPA controller.
 	ControllerManager bool
+	// ControllerManagerArgs are extra flags for that controller manager,
+	// such as a higher --kube-api-qps for creating thousands of pods.
+	ControllerManagerArgs []string
 	// Scheduler runs kube-scheduler so pods of Deployments land on the kwok node.
 	Scheduler bool
 	// Kwok runs kwok and creates one fake node; its pods become Running and Ready.
@@ -180,7 +183,7 @@ func Start(ctx context.Context, opts Options) (h *Harness, err error) {
 		return h, err
 	}
 	if opts.ControllerManager {
-		if err := h.startControllerManager(ctx, "kube-controller-manager", workloadControllers, nil); err != nil {
+		if err := h.startControllerManager(ctx, "kube-controller-manager", workloadControllers, opts.ControllerManagerArgs); err != nil {
 			return h, err
 		}
 	}

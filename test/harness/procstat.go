@@ -1,13 +1,11 @@
-package adapter
+package harness
 
 import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat times.
@@ -21,8 +19,9 @@ var clockTicks = func() float64 {
 	return 100
 }()
 
-// cpuSeconds is the user+system CPU time a process has used so far.
-func cpuSeconds(pid int) (float64, error) {
+// CPUSeconds is the user+system CPU time a process has used so far, from
+// /proc/PID/stat.
+func CPUSeconds(pid int) (float64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -47,8 +46,9 @@ func cpuSeconds(pid int) (float64, error) {
 	return (u + st) / clockTicks, nil
 }
 
-// statusKiB reads a "Vm..." field of /proc/PID/status, in KiB.
-func statusKiB(pid int, field string) (float64, error) {
+// StatusKiB reads a "Vm..." field of /proc/PID/status (VmRSS, VmHWM), in
+// KiB.
+func StatusKiB(pid int, field string) (float64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -63,25 +63,4 @@ func statusKiB(pid int, field string) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
-}
-
-// percentile returns the p-th percentile (0..100) of sorted durations,
-// nearest rank.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := int(float64(len(sorted))*p/100+0.5) - 1
-	rank = max(0, min(rank, len(sorted)-1))
-	return sorted[rank]
-}
-
-func sortDurations(d []time.Duration) {
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-}
-
-func median(d []time.Duration) time.Duration {
-	c := append([]time.Duration(nil), d...)
-	sortDurations(c)
-	return percentile(c, 50)
 }

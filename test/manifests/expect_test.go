@@ -52,10 +52,12 @@ func autoscalerRules(mode string) []rbacv1.PolicyRule {
 		group, resource = "autoscaling", "horizontalpodautoscalers"
 	}
 	return []rbacv1.PolicyRule{
-		// patch: the history annotation (autoscaling.tidal.dev/history).
-		{APIGroups: []string{group}, Resources: []string{resource}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{group}, Resources: []string{resource}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{group}, Resources: []string{resource + "/status"}, Verbs: []string{"update"}},
 		{APIGroups: []string{"*"}, Resources: []string{"*/scale"}, Verbs: []string{"get", "update"}},
+		// Scales of the built-in kinds come from informers.
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets", "statefulsets"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{"metrics.k8s.io"}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},

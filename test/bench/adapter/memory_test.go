@@ -95,11 +95,11 @@ func tidalDiscovery(ctx context.Context, b *testing.B, h *harness.Harness, bin, 
 	direct := directClient(b, h, a.URL(""))
 	time.Sleep(3 * time.Second) // let start-up allocations settle
 	pid := a.Process.PID()
-	idle, err := statusKiB(pid, "VmRSS")
+	idle, err := harness.StatusKiB(pid, "VmRSS")
 	if err != nil {
 		b.Fatal(err)
 	}
-	idlePeak, _ := statusKiB(pid, "VmHWM")
+	idlePeak, _ := harness.StatusKiB(pid, "VmHWM")
 
 	if err := os.WriteFile(ruleFile, []byte(rules), 0o600); err != nil {
 		b.Fatal(err)
@@ -136,11 +136,11 @@ func tidalDiscovery(ctx context.Context, b *testing.B, h *harness.Harness, bin, 
 		raw, rawBytes = append(raw, d), n
 	}
 	time.Sleep(2 * time.Second)
-	after, err := statusKiB(pid, "VmRSS")
+	after, err := harness.StatusKiB(pid, "VmRSS")
 	if err != nil {
 		b.Fatal(err)
 	}
-	peak, _ := statusKiB(pid, "VmHWM")
+	peak, _ := harness.StatusKiB(pid, "VmHWM")
 	rawMedian := median(raw)
 	b.ReportMetric((after-idle)/1024, "rss-delta-MiB")
 	b.ReportMetric((peak-idlePeak)/1024, "peak-delta-MiB")
@@ -179,11 +179,11 @@ func peerDiscovery(ctx context.Context, b *testing.B, h *harness.Harness, bin, r
 	}
 	b.StopTimer()
 	time.Sleep(2 * time.Second)
-	rss, err := statusKiB(s.pid, "VmRSS")
+	rss, err := harness.StatusKiB(s.pid, "VmRSS")
 	if err != nil {
 		b.Fatal(err)
 	}
-	peak, _ := statusKiB(s.pid, "VmHWM")
+	peak, _ := harness.StatusKiB(s.pid, "VmHWM")
 	b.ReportMetric(rss/1024, "rss-MiB")
 	b.ReportMetric(peak/1024, "peak-MiB")
 	b.ReportMetric(0, "ns/op")

@@ -258,7 +258,7 @@ type loadResult struct {
 // benchmark timer runs only during the load.
 func load(ctx context.Context, c *http.Client, url string, pid, clients, maxRequests int, maxTime time.Duration, b *testing.B) (loadResult, error) {
 	var res loadResult
-	cpu0, err := cpuSeconds(pid)
+	cpu0, err := harness.CPUSeconds(pid)
 	if err != nil {
 		return res, err
 	}
@@ -292,7 +292,7 @@ func load(ctx context.Context, c *http.Client, url string, pid, clients, maxRequ
 	wg.Wait()
 	res.elapsed = time.Since(began)
 	b.StopTimer()
-	cpu1, err := cpuSeconds(pid)
+	cpu1, err := harness.CPUSeconds(pid)
 	if err != nil {
 		return res, err
 	}

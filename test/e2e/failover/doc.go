@@ -6,7 +6,7 @@
 // within the lease duration and scale down neither before the window has
 // passed since the last high recommendation nor noticeably after it.
 //
-// Without the persisted history (annotation autoscaling.tidal.dev/history)
+// Without the persisted history (status.tidal.history)
 // the new leader would start from an empty history, record the current
 // count as its first recommendation and hold the scale-down for a whole
 // window from the takeover: late by the time between the drop and the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,7 +22,6 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
-	"github.com/tidal-autoscaler/tidal/autoscaler/controller"
 	"github.com/tidal-autoscaler/tidal/test/harness"
 	"github.com/tidal-autoscaler/tidal/test/metricsserver"
 )
@@ -35,35 +32,14 @@ const (
 	// window is spec.behavior.scaleDown.stabilizationWindowSeconds.
 	window = 30 * time.Second
 
-	tidalNamespace, tidalServiceAccount = "tidal-system", "tidal-autoscaler"
-	ns, name                            = "failover", "web"
-	metric                              = "load"
-	maxReplicas                         = 4
+	ns, name    = "failover", "web"
+	metric      = "load"
+	maxReplicas = 4
+
+	// tidalNamespace/tidalLease is the leader election Lease of
+	// harness.StartAutoscaler's replicas.
+	tidalNamespace, tidalLease = "tidal-system", "tidal-autoscaler"
 )
-
-// tidalRules are what `tidal autoscaler --mode=crd` needs (see
-// manifests/rbac-autoscaler.yaml), patch on horizontalautoscalers
-// included: the history annotation.
-var tidalRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{"autoscaling.tidal.dev"}, Resources: []string{"horizontalautoscalers"}, Verbs: []string{"get", "list", "watch", "patch"}},
-	{APIGroups: []string{"autoscaling.tidal.dev"}, Resources: []string{"horizontalautoscalers/status"}, Verbs: []string{"update"}},
-	{APIGroups: []string{"*"}, Resources: []string{"*/scale"}, Verbs: []string{"get", "update"}},
-	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
-	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-	{APIGroups: []string{"metrics.k8s.io"}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
-	{APIGroups: []string{"custom.metrics.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
-	{APIGroups: []string{"external.metrics.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
-}
-
-var tidalLeaseRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
-}
-
-// replica is one running `tidal autoscaler`.
-type replica struct {
-	p    *harness.Process
-	port int
-}
 
 func TestFailoverKeepsStabilization(t *testing.T) {
 	h := harness.StartT(t, harness.Options{ControllerManager: true, Scheduler: true, Kwok: true})
@@ -80,7 +56,6 @@ func TestFailoverKeepsStabilization(t *testing.T) {
 	must(t, err)
 	_, err = h.ApplyCRDs(ctx, filepath.Join(root, "manifests", "crd"))
 	must(t, err)
-	must(t, grantRBAC(ctx, h))
 
 	// The load is high from the start: ranks 0..3 all report 40 (target
 	// 10 per pod), so 1 replica goes to 4.
@@ -97,7 +72,7 @@ func TestFailoverKeepsStabilization(t *testing.T) {
 	_, err = h.Client.AppsV1().Deployments(ns).Create(ctx, harness.Deployment(ns, name, 1), metav1.CreateOptions{})
 	must(t, err)
 
-	replicas := map[string]*replica{}
+	replicas := map[string]*harness.Autoscaler{}
 	for _, id := range []string{"tidal-a", "tidal-b"} {
 		r, err := startTidal(ctx, h, id)
 		must(t, err)
@@ -164,7 +139,7 @@ func TestFailoverKeepsStabilization(t *testing.T) {
 	if got := deployReplicas(); got != maxReplicas {
 		t.Fatalf("scaled down to %d before the leader was killed (%s before the window ends)", got, time.Until(releaseAt))
 	}
-	must(t, syscall.Kill(replicas[killed].p.PID(), syscall.SIGKILL))
+	must(t, syscall.Kill(replicas[killed].Process.PID(), syscall.SIGKILL))
 	killedAt := time.Now()
 	t.Logf("killed leader %s (%s)", killed, leader)
 
@@ -269,16 +244,19 @@ func persisted(ctx context.Context, dyn dynamic.Interface) (behavior.History, er
 	if err != nil {
 		return behavior.History{}, err
 	}
-	v, ok := u.GetAnnotations()[controller.HistoryAnnotation]
-	if !ok {
-		return behavior.History{}, errors.New("no history annotation yet")
+	v, _, err := unstructured.NestedString(u.Object, "status", "tidal", "history")
+	if err != nil {
+		return behavior.History{}, err
+	}
+	if v == "" {
+		return behavior.History{}, errors.New("no history in status.tidal.history yet")
 	}
 	return behavior.Decode(v)
 }
 
 // holder is the identity holding the leader election Lease.
 func holder(ctx context.Context, h *harness.Harness) (string, error) {
-	lease, err := h.Client.CoordinationV1().Leases(tidalNamespace).Get(ctx, "tidal-autoscaler", metav1.GetOptions{})
+	lease, err := h.Client.CoordinationV1().Leases(tidalNamespace).Get(ctx, tidalLease, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -286,79 +264,36 @@ func holder(ctx context.Context, h *harness.Harness) (string, error) {
 }
 
 // matchesIdentity tells whether r is the replica with identity: each
-// replica logs its identity ("Waiting to lead ... identity=...").
-func matchesIdentity(t *testing.T, r *replica, identity string) bool {
+// replica logs its identity ("Waiting to lead ... identity=...") in its own
+// log.
+func matchesIdentity(t *testing.T, r *harness.Autoscaler, identity string) bool {
 	t.Helper()
-	data, err := os.ReadFile(r.p.LogPath())
-	if err != nil {
-		t.Logf("read %s: %v", r.p.LogPath(), err)
+	if identity == "" {
 		return false
 	}
-	return identity != "" && strings.Contains(string(data), fmt.Sprintf("identity=%q", identity))
+	data, err := os.ReadFile(r.Process.LogPath())
+	if err != nil {
+		t.Logf("read %s: %v", r.Process.LogPath(), err)
+		return false
+	}
+	return strings.Contains(string(data), fmt.Sprintf("identity=%q", identity))
 }
 
-func grantRBAC(ctx context.Context, h *harness.Harness) error {
-	const roleName = "tidal:failover"
-	if err := h.EnsureNamespace(ctx, tidalNamespace); err != nil {
-		return err
-	}
-	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: tidalServiceAccount, Namespace: tidalNamespace}}
-	ref := func(kind string) rbacv1.RoleRef {
-		return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: roleName}
-	}
-	rbac := h.Client.RbacV1()
-	if _, err := rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: roleName}, Rules: tidalRules}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if _, err := rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: roleName}, RoleRef: ref("ClusterRole"), Subjects: subject}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	nsMeta := metav1.ObjectMeta{Name: roleName, Namespace: tidalNamespace}
-	if _, err := rbac.Roles(tidalNamespace).Create(ctx, &rbacv1.Role{ObjectMeta: nsMeta, Rules: tidalLeaseRules}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	_, err := rbac.RoleBindings(tidalNamespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: nsMeta, RoleRef: ref("Role"), Subjects: subject}, metav1.CreateOptions{})
-	return err
-}
-
-// startTidal runs one `tidal autoscaler --mode=crd` replica with a short
-// lease, and waits until it is ready (leading or standing by).
-func startTidal(ctx context.Context, h *harness.Harness, id string) (*replica, error) {
+// startTidal runs one `tidal autoscaler --mode=crd` replica under the
+// harness with a short lease, and waits until it is ready (leading or
+// standing by while another replica holds the lease).
+func startTidal(ctx context.Context, h *harness.Harness, name string) (*harness.Autoscaler, error) {
 	bin, err := harness.TidalBinary(ctx)
 	if err != nil {
 		return nil, err
 	}
-	kubeconfig, _, err := h.Kubeconfig(harness.ServiceAccountIdentity(tidalNamespace, tidalServiceAccount))
-	if err != nil {
-		return nil, err
-	}
-	port, err := harness.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	args := []string{
-		"autoscaler", "--mode=crd", "--kubeconfig=" + kubeconfig,
-		"--leader-elect=true", "--leader-election-namespace=" + tidalNamespace,
-		"--leader-elect-lease-duration=" + leaseDuration.String(),
-		"--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s",
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", port),
-		"--horizontal-pod-autoscaler-sync-period=" + syncPeriod.String(),
-		"--kube-api-qps=100", "--kube-api-burst=200", "-v=2",
-	}
-	p, err := h.StartProcess(id, bin, args, port)
-	if err != nil {
-		return nil, err
-	}
-	err = harness.WaitReady(ctx, p, id+" ready", 60*time.Second, func(context.Context) error {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz: %s", resp.Status)
-		}
-		return nil
+	return h.StartAutoscaler(ctx, harness.AutoscalerOptions{
+		Binary: bin, Name: name,
+		Args: []string{
+			"--leader-elect-lease-duration=" + leaseDuration.String(),
+			"--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s",
+			"--horizontal-pod-autoscaler-sync-period=" + syncPeriod.String(),
+			"--kube-api-qps=100", "--kube-api-burst=200", "-v=2",
+		},
 	})
-	return &replica{p: p, port: port}, err
 }

@@ -67,6 +67,11 @@ type TidalStatus struct {
 	// [minReplicas, maxReplicas] and was clamped without metrics).
 	// +optional
 	Decision *Decision `json:"decision,omitempty"`
+	// History is the autoscaler's compacted stabilization and scale-event
+	// history, written by the controller with the status so that a new
+	// leader or a restarted controller continues its windows. Do not edit.
+	// +optional
+	History string `json:"history,omitempty"`
 }
 
 // Decision is why the autoscaler chose its desired replica count.

@@ -1,0 +1,109 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	metricsapi "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+	resourceclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
+	"k8s.io/utils/clock"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// podMetricsMaxAge is how long one LIST of a namespace's PodMetrics
+// answers the autoscalers of that namespace. metrics-server refreshes its
+// samples every 15 s (its default resolution), so a list at most this old
+// holds the samples a fresh one would, or the ones just before.
+const podMetricsMaxAge = 2 * time.Second
+
+// podMetricsLister lists PodMetrics for the autoscalers. Where several
+// autoscalers share a namespace it lists the whole namespace once per
+// podMetricsMaxAge and selects each autoscaler's pods from that list by
+// their labels, as metrics-server does with a label selector (it copies
+// the pods' labels onto their PodMetrics): upstream's one LIST per
+// autoscaler per sync is most of its API traffic. A namespace with a
+// single autoscaler is listed with its selector, as upstream does, so a
+// large namespace is not fetched for a few pods.
+type podMetricsLister struct {
+	client resourceclient.PodMetricsesGetter
+	clock  clock.PassiveClock
+	// shared reports whether several autoscalers use the namespace; nil:
+	// never.
+	shared func(namespace string) bool
+
+	group singleflight.Group
+	mu    sync.Mutex
+	lists map[string]namespaceList
+}
+
+type namespaceList struct {
+	items []metricsapi.PodMetrics
+	at    time.Time
+}
+
+func newPodMetricsLister(client resourceclient.PodMetricsesGetter, clk clock.PassiveClock) *podMetricsLister {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &podMetricsLister{client: client, clock: clk, lists: map[string]namespaceList{}}
+}
+
+// list returns the PodMetrics of namespace whose labels selector matches.
+func (l *podMetricsLister) list(ctx context.Context, namespace string, selector labels.Selector) ([]metricsapi.PodMetrics, error) {
+	if l.shared == nil || !l.shared(namespace) {
+		list, err := l.client.PodMetricses(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+		if err != nil {
+			return nil, err
+		}
+		return list.Items, nil
+	}
+	all, err := l.namespace(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	var out []metricsapi.PodMetrics
+	for i := range all {
+		if selector.Matches(labels.Set(all[i].Labels)) {
+			out = append(out, all[i])
+		}
+	}
+	return out, nil
+}
+
+// namespace returns every PodMetrics of the namespace, from a list at
+// most podMetricsMaxAge old; concurrent callers share one request. The
+// items are shared: callers must not modify them.
+func (l *podMetricsLister) namespace(ctx context.Context, namespace string) ([]metricsapi.PodMetrics, error) {
+	l.mu.Lock()
+	cached, ok := l.lists[namespace]
+	l.mu.Unlock()
+	if ok && l.clock.Since(cached.at) < podMetricsMaxAge {
+		return cached.items, nil
+	}
+	v, err, _ := l.group.Do(namespace, func() (any, error) {
+		at := l.clock.Now()
+		list, err := l.client.PodMetricses(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		// Drop stale lists, so namespaces whose autoscalers are gone hold
+		// no memory.
+		for ns, old := range l.lists {
+			if l.clock.Since(old.at) >= podMetricsMaxAge {
+				delete(l.lists, ns)
+			}
+		}
+		l.lists[namespace] = namespaceList{items: list.Items, at: at}
+		l.mu.Unlock()
+		return list.Items, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]metricsapi.PodMetrics), nil
+}

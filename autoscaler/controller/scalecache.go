@@ -1,0 +1,228 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+)
+
+// ScaleCache answers the /scale of the built-in workload kinds from
+// informers instead of a GET per reconcile: the GET is most of upstream's
+// API traffic with many autoscalers. Other kinds (custom resources) are
+// read with GET /scale as before.
+//
+// An informer is started on first use of its kind, so a cluster whose
+// autoscalers only target Deployments watches only Deployments, and its
+// cache keeps only what a Scale needs (see scaleTransform). Until it has
+// synced, and for a short while after this controller rescaled a target
+// and the cache has not yet seen that write, the scale is read with GET.
+type ScaleCache struct {
+	factory informers.SharedInformerFactory
+	stop    <-chan struct{}
+	clock   clock.PassiveClock
+
+	mu        sync.Mutex
+	informers map[schema.GroupResource]cache.SharedIndexInformer
+	// written remembers the resourceVersion of the scales this controller
+	// wrote, until the cache shows that version or writtenTTL passes.
+	written map[scaleKey]writtenScale
+}
+
+type scaleKey struct {
+	gr              schema.GroupResource
+	namespace, name string
+}
+
+type writtenScale struct {
+	resourceVersion string
+	at              time.Time
+}
+
+// writtenTTL bounds how long a target is read with GET after a rescale
+// whose write the cache has not shown (someone else may have written
+// since, so the versions would never match).
+const writtenTTL = time.Minute
+
+// cachedScaleKinds are the kinds whose scale the cache can compute, as
+// the apiserver's scale subresources do.
+var cachedScaleKinds = map[schema.GroupResource]func(informers.SharedInformerFactory) cache.SharedIndexInformer{
+	{Group: "apps", Resource: "deployments"}: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Apps().V1().Deployments().Informer()
+	},
+	{Group: "apps", Resource: "replicasets"}: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Apps().V1().ReplicaSets().Informer()
+	},
+	{Group: "apps", Resource: "statefulsets"}: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Apps().V1().StatefulSets().Informer()
+	},
+	{Resource: "replicationcontrollers"}: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Core().V1().ReplicationControllers().Informer()
+	},
+}
+
+// NewScaleCache returns a cache whose informers come from factory, which
+// should be built with informers.WithTransform(ScaleTransform). Call Start
+// before use.
+func NewScaleCache(factory informers.SharedInformerFactory, clk clock.PassiveClock) *ScaleCache {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &ScaleCache{
+		factory: factory, clock: clk,
+		informers: map[schema.GroupResource]cache.SharedIndexInformer{},
+		written:   map[scaleKey]writtenScale{},
+	}
+}
+
+// Start lets the cache start informers until stop is closed.
+func (c *ScaleCache) Start(stop <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stop = stop
+}
+
+// get returns the scale of the named object of gr from the cache; false
+// when the cache cannot answer (a kind it does not cache, an informer not
+// yet synced, a write not yet seen), and the caller should GET it.
+func (c *ScaleCache) get(gr schema.GroupResource, namespace, name string) (*autoscalingv1.Scale, bool) {
+	if c == nil {
+		return nil, false
+	}
+	inf := c.informer(gr)
+	if inf == nil || !inf.HasSynced() {
+		return nil, false
+	}
+	obj, exists, err := inf.GetIndexer().GetByKey(namespace + "/" + name)
+	if err != nil || !exists {
+		// A missing object is reported by the GET, with the API's error.
+		return nil, false
+	}
+	sc, ok := scaleOf(obj)
+	if !ok {
+		return nil, false
+	}
+	key := scaleKey{gr: gr, namespace: namespace, name: name}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w, ok := c.written[key]; ok {
+		if w.resourceVersion != sc.ResourceVersion && c.clock.Since(w.at) < writtenTTL {
+			return nil, false
+		}
+		delete(c.written, key)
+	}
+	return sc, true
+}
+
+// wrote records that this controller wrote the scale, now at
+// resourceVersion.
+func (c *ScaleCache) wrote(gr schema.GroupResource, namespace, name, resourceVersion string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.written[scaleKey{gr: gr, namespace: namespace, name: name}] = writtenScale{resourceVersion: resourceVersion, at: c.clock.Now()}
+}
+
+// informer returns the informer of gr, starting it on first use; nil for
+// kinds the cache does not handle or before Start.
+func (c *ScaleCache) informer(gr schema.GroupResource) cache.SharedIndexInformer {
+	newInformer, ok := cachedScaleKinds[gr]
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if inf, ok := c.informers[gr]; ok {
+		return inf
+	}
+	if c.stop == nil {
+		return nil
+	}
+	inf := newInformer(c.factory)
+	c.informers[gr] = inf
+	c.factory.Start(c.stop)
+	return inf
+}
+
+// scaleOf computes the Scale of a cached workload object as the
+// apiserver's scale subresource does: spec.replicas, status.replicas and
+// the selector in its string form.
+func scaleOf(obj any) (*autoscalingv1.Scale, bool) {
+	var (
+		meta           metav1.ObjectMeta
+		specReplicas   *int32
+		statusReplicas int32
+		selector       string
+	)
+	fromLabelSelector := func(ls *metav1.LabelSelector) (string, bool) {
+		s, err := metav1.LabelSelectorAsSelector(ls)
+		if err != nil {
+			return "", false
+		}
+		return s.String(), true
+	}
+	var ok bool
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		meta, specReplicas, statusReplicas = o.ObjectMeta, o.Spec.Replicas, o.Status.Replicas
+		selector, ok = fromLabelSelector(o.Spec.Selector)
+	case *appsv1.ReplicaSet:
+		meta, specReplicas, statusReplicas = o.ObjectMeta, o.Spec.Replicas, o.Status.Replicas
+		selector, ok = fromLabelSelector(o.Spec.Selector)
+	case *appsv1.StatefulSet:
+		meta, specReplicas, statusReplicas = o.ObjectMeta, o.Spec.Replicas, o.Status.Replicas
+		selector, ok = fromLabelSelector(o.Spec.Selector)
+	case *corev1.ReplicationController:
+		meta, specReplicas, statusReplicas = o.ObjectMeta, o.Spec.Replicas, o.Status.Replicas
+		selector, ok = labels.SelectorFromSet(o.Spec.Selector).String(), true
+	}
+	if !ok || specReplicas == nil {
+		return nil, false
+	}
+	return &autoscalingv1.Scale{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: meta.Name, Namespace: meta.Namespace, UID: meta.UID,
+			ResourceVersion: meta.ResourceVersion, CreationTimestamp: meta.CreationTimestamp,
+		},
+		Spec:   autoscalingv1.ScaleSpec{Replicas: *specReplicas},
+		Status: autoscalingv1.ScaleStatus{Replicas: statusReplicas, Selector: selector},
+	}, true
+}
+
+// ScaleTransform drops from cached workload objects what a Scale does not
+// need (pod templates, managed fields, annotations, conditions), so that
+// caching every Deployment of a cluster costs little memory.
+func ScaleTransform(obj any) (any, error) {
+	slim := func(m *metav1.ObjectMeta) {
+		m.ManagedFields, m.Annotations, m.Labels, m.OwnerReferences, m.Finalizers = nil, nil, nil, nil, nil
+	}
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		slim(&o.ObjectMeta)
+		o.Spec = appsv1.DeploymentSpec{Replicas: o.Spec.Replicas, Selector: o.Spec.Selector}
+		o.Status = appsv1.DeploymentStatus{Replicas: o.Status.Replicas}
+	case *appsv1.ReplicaSet:
+		slim(&o.ObjectMeta)
+		o.Spec = appsv1.ReplicaSetSpec{Replicas: o.Spec.Replicas, Selector: o.Spec.Selector}
+		o.Status = appsv1.ReplicaSetStatus{Replicas: o.Status.Replicas}
+	case *appsv1.StatefulSet:
+		slim(&o.ObjectMeta)
+		o.Spec = appsv1.StatefulSetSpec{Replicas: o.Spec.Replicas, Selector: o.Spec.Selector}
+		o.Status = appsv1.StatefulSetStatus{Replicas: o.Status.Replicas}
+	case *corev1.ReplicationController:
+		slim(&o.ObjectMeta)
+		o.Spec = corev1.ReplicationControllerSpec{Replicas: o.Spec.Replicas, Selector: o.Spec.Selector}
+		o.Status = corev1.ReplicationControllerStatus{Replicas: o.Status.Replicas}
+	}
+	return obj, nil
+}

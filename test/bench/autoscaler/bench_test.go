@@ -1,0 +1,510 @@
+// Package autoscaler benchmarks `tidal autoscaler` against
+// kube-controller-manager's HPA controller on the real harness (etcd,
+// kube-apiserver with the aggregator and an audit log, the workload
+// controllers, kwok), in one run, one after the other on the same
+// Deployments and the same metrics:
+//
+//   - AUTOSCALERS Deployments of PODS kwok pods each (cpu request 100m),
+//     spread over NAMESPACES namespaces; PodMetrics from the test metrics
+//     server (test/metricsserver) through the aggregator, every pod's cpu
+//     usage changing every few seconds around 50% of its request, so every
+//     reconcile sees new values (and writes a status) but never rescales.
+//   - Phase tidal: `tidal autoscaler` with its default flags reconciles
+//     one HorizontalAutoscaler per Deployment (cpu utilization 50%).
+//   - Phase kcm: the HPA-only kube-controller-manager reconciles one native
+//     HPA per Deployment, with its client limit raised (KCM_QPS) so that it
+//     can do the same work; with its default 20 QPS it cannot.
+//
+// Each phase waits until every object has a status, lets one more period
+// pass, then measures PERIODS sync periods of 15 s: the controller's CPU
+// time (/proc/PID/stat), the API requests its identity made (the
+// apiserver's audit log, by verb and resource), and the objects it
+// reconciled (tidal: its reconciliations counter; kcm: its PodMetrics
+// lists, one per reconcile). Reported per period. Both phases must leave
+// every object at the same desired replicas (5) with no rescale.
+//
+// Run (the harness binaries come from `make tools`):
+//
+//	TIDAL_TOOLS_DIR=$(readlink -f _output/tools) go test -run '^$' -bench . -benchtime 1x -timeout 60m ./test/bench/autoscaler/
+//
+// Knobs (environment): TIDAL_BENCH_AUTOSCALERS (1000), TIDAL_BENCH_PODS
+// (5), TIDAL_BENCH_NAMESPACES (10), TIDAL_BENCH_PERIODS (3),
+// TIDAL_BENCH_KCM_QPS (200), TIDAL_BENCH_PHASES ("tidal,kcm").
+//
+// Figures depend on the machine and its load; nothing here asserts on
+// time.
+package autoscaler
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/test/harness"
+	"github.com/tidal-autoscaler/tidal/test/metricsserver"
+)
+
+const (
+	syncPeriod = 15 * time.Second
+	// kcmUser is the identity of the upstream HPA controller's requests
+	// (--use-service-account-credentials).
+	kcmUser = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
+	// tidalUser is the identity harness.StartAutoscaler runs tidal as.
+	tidalUser = "system:serviceaccount:tidal-system:tidal-autoscaler"
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// config is the benchmark's size.
+type config struct {
+	autoscalers, pods, namespaces, periods, kcmQPS int
+	phases                                         []string
+}
+
+func configFromEnv() config {
+	c := config{
+		autoscalers: envInt("TIDAL_BENCH_AUTOSCALERS", 1000),
+		pods:        envInt("TIDAL_BENCH_PODS", 5),
+		namespaces:  envInt("TIDAL_BENCH_NAMESPACES", 10),
+		periods:     envInt("TIDAL_BENCH_PERIODS", 3),
+		kcmQPS:      envInt("TIDAL_BENCH_KCM_QPS", 200),
+		phases:      []string{"tidal", "kcm"},
+	}
+	if p := os.Getenv("TIDAL_BENCH_PHASES"); p != "" {
+		c.phases = strings.Split(p, ",")
+	}
+	return c
+}
+
+// target is one Deployment and the autoscalers of it.
+type target struct{ namespace, name string }
+
+func (c config) targets() []target {
+	out := make([]target, 0, c.autoscalers)
+	for i := range c.autoscalers {
+		out = append(out, target{namespace: fmt.Sprintf("bench-%d", i%c.namespaces), name: fmt.Sprintf("w-%04d", i)})
+	}
+	return out
+}
+
+func BenchmarkReconcileFleet(b *testing.B) {
+	cfg := configFromEnv()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	auditDir := b.TempDir()
+	apiArgs, auditLog, err := auditArgs(auditDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := harness.StartT(b, harness.Options{
+		ControllerManager: true, Kwok: true,
+		// Creating thousands of pods at the default 20 QPS takes minutes.
+		ControllerManagerArgs: []string{"--kube-api-qps=500", "--kube-api-burst=1000", "--concurrent-replicaset-syncs=20", "--concurrent-deployment-syncs=20"},
+		HPAController:         true,
+		HPAControllerArgs:     []string{fmt.Sprintf("--kube-api-qps=%d", cfg.kcmQPS), fmt.Sprintf("--kube-api-burst=%d", cfg.kcmQPS*3/2)},
+		APIServerArgs:         apiArgs,
+		Logf:                  b.Logf,
+	})
+	bin, err := harness.TidalBinary(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	metrics, err := metricsserver.Start(ctx, h, metricsserver.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cancel(); _ = metrics.Wait() })
+	admin := fastClient(b, h)
+
+	targets := cfg.targets()
+	start := time.Now()
+	if err := createWorkload(ctx, admin, h.NodeName, cfg, targets); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("workload: %d Deployments x %d pods Ready in %s", len(targets), cfg.pods, time.Since(start).Round(time.Second))
+	go jitterUsage(ctx, metrics, cfg)
+
+	results := map[string]phaseResult{}
+	for _, phase := range cfg.phases {
+		var r phaseResult
+		switch phase {
+		case "tidal":
+			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog)
+		case "kcm":
+			r, err = runKCM(ctx, b, h, admin, cfg, targets, auditLog)
+		default:
+			err = fmt.Errorf("unknown phase %q", phase)
+		}
+		if err != nil {
+			b.Fatalf("phase %s: %v", phase, err)
+		}
+		b.Logf("%s per period: %.2f CPU-s, %.0f reconciles, requests %s; desired replicas %v",
+			phase, r.cpuPerPeriod, r.reconcilesPerPeriod, r.requests, r.desired)
+		results[phase] = r
+		b.ReportMetric(r.cpuPerPeriod, phase+"-cpu-s/period")
+		b.ReportMetric(float64(r.requests.Total)/float64(cfg.periods), phase+"-requests/period")
+		b.ReportMetric(r.reconcilesPerPeriod, phase+"-reconciles/period")
+	}
+	if t, k := results["tidal"], results["kcm"]; t.cpuPerPeriod > 0 && k.cpuPerPeriod > 0 {
+		b.ReportMetric(t.cpuPerPeriod/k.cpuPerPeriod, "cpu-ratio")
+		b.ReportMetric(float64(t.requests.Total)/float64(k.requests.Total), "requests-ratio")
+		if !maps2Equal(t.desired, k.desired) {
+			b.Errorf("decisions differ: tidal desired replicas %v, kcm %v", t.desired, k.desired)
+		}
+	}
+}
+
+// fastClient is the admin client without a client-side rate limit, for
+// creating the workload.
+func fastClient(b *testing.B, h *harness.Harness) kubernetes.Interface {
+	cfg := *h.Admin
+	cfg.QPS, cfg.Burst = 1000, 2000
+	c, err := kubernetes.NewForConfig(&cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// createWorkload creates the Deployments, their pods pinned to the kwok
+// node (no scheduler needed), and waits until every pod is Ready.
+func createWorkload(ctx context.Context, c kubernetes.Interface, node string, cfg config, targets []target) error {
+	for i := range cfg.namespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%d", i)}}
+		if _, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for _, t := range targets {
+		g.Go(func() error {
+			d := harness.Deployment(t.namespace, t.name, int32(cfg.pods))
+			d.Spec.Template.Spec.NodeName = node
+			d.Spec.Template.Spec.NodeSelector = nil
+			_, err := c.AppsV1().Deployments(t.namespace).Create(gctx, d, metav1.CreateOptions{})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("create Deployments: %w", err)
+	}
+	want := len(targets) * cfg.pods
+	deadline := time.Now().Add(15 * time.Minute)
+	for {
+		pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for i := range pods.Items {
+			if harness.PodReady(&pods.Items[i]) {
+				ready++
+			}
+		}
+		if ready >= want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d pods Ready after 15 minutes", ready, want)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// jitterUsage gives every pod a new cpu usage between 46m and 54m (46-54%
+// of its request) every 3 s: each reconcile sees new values, none is
+// outside the tolerance of a 50% target.
+func jitterUsage(ctx context.Context, m *metricsserver.Server, cfg config) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for {
+		for i := range cfg.namespaces {
+			vals := make([]*resource.Quantity, cfg.pods)
+			for r := range vals {
+				vals[r] = metricsserver.Q(fmt.Sprintf("%dm", 46+rng.IntN(9)))
+			}
+			m.SetPodUsage(fmt.Sprintf("bench-%d", i), labels.Everything(), "app", corev1.ResourceCPU, vals...)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(3 * time.Second):
+		}
+	}
+}
+
+// spec is every autoscaler's spec: cpu utilization 50%, 1..10 replicas.
+func spec(t target) autoscalingv2.HorizontalPodAutoscalerSpec {
+	return autoscalingv2.HorizontalPodAutoscalerSpec{
+		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: t.name},
+		MinReplicas:    ptr.To[int32](1),
+		MaxReplicas:    10,
+		Metrics: []autoscalingv2.MetricSpec{{
+			Type: autoscalingv2.ResourceMetricSourceType,
+			Resource: &autoscalingv2.ResourceMetricSource{
+				Name:   corev1.ResourceCPU,
+				Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](50)},
+			},
+		}},
+	}
+}
+
+// phaseResult is what one controller did per sync period.
+type phaseResult struct {
+	cpuPerPeriod        float64
+	reconcilesPerPeriod float64
+	requests            requestCount
+	// desired counts the objects by status.desiredReplicas at the end.
+	desired map[int32]int
+}
+
+func maps2Equal(a, b map[int32]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// measure waits until statuses reports every object has a status, lets one
+// more period pass, then measures periods sync periods of the process pid.
+// Reconciles are counter's increase over the window; without a counter,
+// the PodMetrics lists (one per reconcile of a one-metric HPA upstream).
+func measure(ctx context.Context, b *testing.B, cfg config, pid int, users []string, auditLog string,
+	statuses func(context.Context) (map[int32]int, int, error), counter func(context.Context) (float64, error),
+) (phaseResult, error) {
+	var r phaseResult
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		_, withStatus, err := statuses(ctx)
+		if err != nil {
+			return r, err
+		}
+		if withStatus == cfg.autoscalers {
+			break
+		}
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("only %d of %d objects got a status in 10 minutes", withStatus, cfg.autoscalers)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	time.Sleep(syncPeriod)
+	count := func() (float64, error) {
+		if counter == nil {
+			return 0, nil
+		}
+		return counter(ctx)
+	}
+	from := time.Now()
+	cpu0, err := harness.CPUSeconds(pid)
+	if err != nil {
+		return r, err
+	}
+	n0, err := count()
+	if err != nil {
+		return r, err
+	}
+	time.Sleep(time.Duration(cfg.periods) * syncPeriod)
+	to := time.Now()
+	cpu1, err := harness.CPUSeconds(pid)
+	if err != nil {
+		return r, err
+	}
+	n1, err := count()
+	if err != nil {
+		return r, err
+	}
+	n := n1 - n0
+	// The audit log is written in batches of at most 1 s.
+	time.Sleep(3 * time.Second)
+	if r.requests, err = countRequests(auditLog, users, from, to); err != nil {
+		return r, err
+	}
+	if counter == nil {
+		n = float64(r.requests.ByKind["list pods.metrics.k8s.io"])
+	}
+	if r.desired, _, err = statuses(ctx); err != nil {
+		return r, err
+	}
+	r.cpuPerPeriod = (cpu1 - cpu0) / float64(cfg.periods)
+	r.reconcilesPerPeriod = n / float64(cfg.periods)
+	return r, nil
+}
+
+func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string, cfg config, targets []target, auditLog string) (phaseResult, error) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		return phaseResult{}, err
+	}
+	if _, err := h.ApplyCRDs(ctx, filepath.Join(root, "manifests", "crd")); err != nil {
+		return phaseResult{}, err
+	}
+	a, err := h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: bin})
+	if err != nil {
+		return phaseResult{}, err
+	}
+	defer a.Process.Stop(10 * time.Second)
+	dyn, err := dynamic.NewForConfig(h.Admin)
+	if err != nil {
+		return phaseResult{}, err
+	}
+	res := dyn.Resource(v1alpha1.GroupVersionResource)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, t := range targets {
+		g.Go(func() error {
+			ha := &v1alpha1.HorizontalAutoscaler{
+				TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
+				ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: t.namespace},
+				Spec:       spec(t),
+			}
+			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ha)
+			if err != nil {
+				return err
+			}
+			delete(obj, "status")
+			_, err = res.Namespace(t.namespace).Create(gctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return phaseResult{}, fmt.Errorf("create HorizontalAutoscalers: %w", err)
+	}
+	statuses := func(ctx context.Context) (map[int32]int, int, error) {
+		list, err := res.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, 0, err
+		}
+		desired, with := map[int32]int{}, 0
+		for _, u := range list.Items {
+			var ha v1alpha1.HorizontalAutoscaler
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ha); err != nil {
+				return nil, 0, err
+			}
+			if len(ha.Status.CurrentMetrics) > 0 {
+				with++
+			}
+			desired[ha.Status.DesiredReplicas]++
+		}
+		return desired, with, nil
+	}
+	counter := func(ctx context.Context) (float64, error) {
+		return scrapeCounter(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", a.HealthPort), "tidal_autoscaler_reconciliations_total")
+	}
+	return measure(ctx, b, cfg, a.Process.PID(), []string{tidalUser}, auditLog, statuses, counter)
+}
+
+func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kubernetes.Interface, cfg config, targets []target, auditLog string) (phaseResult, error) {
+	pid, ok := h.PIDs()["kube-controller-manager-hpa"]
+	if !ok {
+		return phaseResult{}, fmt.Errorf("no HPA controller manager in the harness")
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, t := range targets {
+		g.Go(func() error {
+			hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: t.namespace}, Spec: spec(t)}
+			_, err := admin.AutoscalingV2().HorizontalPodAutoscalers(t.namespace).Create(gctx, hpa, metav1.CreateOptions{})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return phaseResult{}, fmt.Errorf("create HPAs: %w", err)
+	}
+	statuses := func(ctx context.Context) (map[int32]int, int, error) {
+		list, err := admin.AutoscalingV2().HorizontalPodAutoscalers("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, 0, err
+		}
+		desired, with := map[int32]int{}, 0
+		for _, hpa := range list.Items {
+			if len(hpa.Status.CurrentMetrics) > 0 {
+				with++
+			}
+			desired[hpa.Status.DesiredReplicas]++
+		}
+		return desired, with, nil
+	}
+	return measure(ctx, b, cfg, pid, []string{kcmUser}, auditLog, statuses, nil)
+}
+
+// scrapeCounter sums every series of a counter on a Prometheus text
+// endpoint.
+func scrapeCounter(ctx context.Context, url, name string) (float64, error) {
+	body, err := httpGet(ctx, url)
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	found := false
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %q: %w", url, line, err)
+		}
+		sum += v
+		found = true
+	}
+	if !found {
+		return 0, fmt.Errorf("%s has no %s", url, name)
+	}
+	return sum, nil
+}
+
+func httpGet(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return string(data), nil
+}
