@@ -70,7 +70,9 @@ func (o *Options) Config() (*Config, error) {
 		return nil, err
 	}
 	kube.QPS, kube.Burst = o.KubeAPIQPS, int(o.KubeAPIBurst)
-	client, err := kubernetes.NewForConfig(kube)
+	// Built-in types in protobuf, as kube-controller-manager's clients:
+	// decoding the pod informer's lists and watches costs less.
+	client, err := kubernetes.NewForConfig(controller.WithProtobuf(kube))
 	if err != nil {
 		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}

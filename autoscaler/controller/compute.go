@@ -120,7 +120,7 @@ func (r *reconciler) validateSelector(obj Object, key, selector string) (labels.
 	if !r.selectors.putIfPresent(ns, key, sel) {
 		return nil, nil, fatal(nil, fmt.Errorf("HPA %s was deleted during reconciliation", key))
 	}
-	pods, err := r.pods.Pods(ns).List(sel)
+	pods, err := selectPods(r.pods, ns, sel)
 	if err != nil {
 		return nil, nil, fatal(nil, err)
 	}

@@ -77,6 +77,9 @@ func New(o Options) (*Controller, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	if err := o.Pods.Informer().AddIndexers(cache.Indexers{podLabelIndex: podLabelIndexFunc}); err != nil {
+		return nil, fmt.Errorf("indexing pods by label: %w", err)
+	}
 	if o.Monitor == nil {
 		o.Monitor, _ = NewMonitor(nil)
 	}
@@ -85,7 +88,7 @@ func New(o Options) (*Controller, error) {
 	}
 	c := &Controller{
 		r: &reconciler{
-			source: o.Source, pods: o.Pods.Lister(), scales: &scaler{scales: o.Scales, mapper: o.Mapper, cache: o.ScaleCache},
+			source: o.Source, pods: o.Pods.Informer().GetIndexer(), scales: &scaler{scales: o.Scales, mapper: o.Mapper, cache: o.ScaleCache},
 			metrics: o.Metrics, recorder: o.Recorder, monitor: o.Monitor, cfg: o.Decision.WithDefaults(),
 			clock: o.Clock, history: newHistoryStore(), selectors: newSelectorTracker(),
 		},

@@ -19,12 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	scalefake "k8s.io/client-go/scale/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	cmapi "k8s.io/metrics/pkg/apis/custom_metrics/v1beta2"
 	emapi "k8s.io/metrics/pkg/apis/external_metrics/v1beta1"
@@ -121,9 +121,12 @@ func newFixture(t *testing.T, mode Mode, w world, hpas ...*autoscalingv2.Horizon
 		}
 		f.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
 			map[schema.GroupVersionResource]string{v1alpha1.GroupVersionResource: "HorizontalAutoscalerList"}, objs...)
-		f.source = CRDSource(dynamicinformer.NewDynamicSharedInformerFactory(f.dyn, 15*time.Second), f.dyn)
+		// The informer is never run: the tests put objects in its cache.
+		inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &v1alpha1.HorizontalAutoscaler{}, 0,
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		f.source = &crdSource{informer: inf, writer: dynamicStatusWriter{f.dyn}}
 		for _, h := range hpas {
-			must(t, f.source.Informer().GetIndexer().Add(toUnstructured(t, h, w.history)))
+			must(t, f.source.Informer().GetIndexer().Add(toHA(h, w.history)))
 		}
 	}
 
@@ -165,10 +168,24 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// toUnstructured converts h to a HorizontalAutoscaler with the persisted
-// history (status.tidal.history; "" for none).
-func toUnstructured(t *testing.T, h *autoscalingv2.HorizontalPodAutoscaler, history string) *unstructured.Unstructured {
-	t.Helper()
+// dynamicStatusWriter writes status through the fake dynamic client, whose
+// actions the tests count.
+type dynamicStatusWriter struct{ dyn *dynamicfake.FakeDynamicClient }
+
+func (w dynamicStatusWriter) UpdateStatus(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler) error {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ha)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind(v1alpha1.Kind))
+	_, err = w.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ha.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: fieldManager})
+	return err
+}
+
+// toHA converts h to a HorizontalAutoscaler with the persisted history
+// (status.tidal.history; "" for none).
+func toHA(h *autoscalingv2.HorizontalPodAutoscaler, history string) *v1alpha1.HorizontalAutoscaler {
 	ha := &v1alpha1.HorizontalAutoscaler{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
 		ObjectMeta: *h.ObjectMeta.DeepCopy(),
@@ -178,7 +195,13 @@ func toUnstructured(t *testing.T, h *autoscalingv2.HorizontalPodAutoscaler, hist
 	if history != "" {
 		haObject{ha}.SetPersistedHistory(history)
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ha)
+	return ha
+}
+
+// toUnstructured is toHA as the dynamic client stores it.
+func toUnstructured(t *testing.T, h *autoscalingv2.HorizontalPodAutoscaler, history string) *unstructured.Unstructured {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(toHA(h, history))
 	must(t, err)
 	return &unstructured.Unstructured{Object: m}
 }
@@ -265,14 +288,7 @@ func (f *fixture) stored(name string) Object {
 // sync delivers the stored object to the informer cache, as a watch would.
 func (f *fixture) sync(name string) {
 	f.t.Helper()
-	obj := f.stored(name)
-	var cached any = obj.Runtime()
-	if f.mode == ModeCRD {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj.Runtime())
-		must(f.t, err)
-		cached = &unstructured.Unstructured{Object: m}
-	}
-	must(f.t, f.source.Informer().GetIndexer().Update(cached))
+	must(f.t, f.source.Informer().GetIndexer().Update(f.stored(name).Runtime()))
 }
 
 // statusUpdates counts the writes of the status subresource.

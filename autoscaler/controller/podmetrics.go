@@ -37,19 +37,59 @@ type podMetricsLister struct {
 
 	group singleflight.Group
 	mu    sync.Mutex
-	lists map[string]namespaceList
+	lists map[string]*namespaceList
 }
 
 type namespaceList struct {
 	items []metricsapi.PodMetrics
-	at    time.Time
+	// byLabel indexes items by "key=value" of their labels, as
+	// podLabelIndex does pods.
+	byLabel map[string][]int
+	at      time.Time
+}
+
+func newNamespaceList(items []metricsapi.PodMetrics, at time.Time) *namespaceList {
+	l := &namespaceList{items: items, byLabel: map[string][]int{}, at: at}
+	for i := range items {
+		for k, v := range items[i].Labels {
+			key := k + "=" + v
+			l.byLabel[key] = append(l.byLabel[key], i)
+		}
+	}
+	return l
+}
+
+// selecting returns the items whose labels sel matches.
+func (l *namespaceList) selecting(sel labels.Selector) []metricsapi.PodMetrics {
+	var candidates []int
+	pairs := equalityPairs(sel)
+	for i, p := range pairs {
+		if idx := l.byLabel[p[0]+"="+p[1]]; i == 0 || len(idx) < len(candidates) {
+			candidates = idx
+		}
+	}
+	var out []metricsapi.PodMetrics
+	if len(pairs) == 0 {
+		for i := range l.items {
+			if sel.Matches(labels.Set(l.items[i].Labels)) {
+				out = append(out, l.items[i])
+			}
+		}
+		return out
+	}
+	for _, i := range candidates {
+		if sel.Matches(labels.Set(l.items[i].Labels)) {
+			out = append(out, l.items[i])
+		}
+	}
+	return out
 }
 
 func newPodMetricsLister(client resourceclient.PodMetricsesGetter, clk clock.PassiveClock) *podMetricsLister {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &podMetricsLister{client: client, clock: clk, lists: map[string]namespaceList{}}
+	return &podMetricsLister{client: client, clock: clk, lists: map[string]*namespaceList{}}
 }
 
 // list returns the PodMetrics of namespace whose labels selector matches.
@@ -65,24 +105,18 @@ func (l *podMetricsLister) list(ctx context.Context, namespace string, selector 
 	if err != nil {
 		return nil, err
 	}
-	var out []metricsapi.PodMetrics
-	for i := range all {
-		if selector.Matches(labels.Set(all[i].Labels)) {
-			out = append(out, all[i])
-		}
-	}
-	return out, nil
+	return all.selecting(selector), nil
 }
 
 // namespace returns every PodMetrics of the namespace, from a list at
 // most podMetricsMaxAge old; concurrent callers share one request. The
 // items are shared: callers must not modify them.
-func (l *podMetricsLister) namespace(ctx context.Context, namespace string) ([]metricsapi.PodMetrics, error) {
+func (l *podMetricsLister) namespace(ctx context.Context, namespace string) (*namespaceList, error) {
 	l.mu.Lock()
 	cached, ok := l.lists[namespace]
 	l.mu.Unlock()
 	if ok && l.clock.Since(cached.at) < podMetricsMaxAge {
-		return cached.items, nil
+		return cached, nil
 	}
 	v, err, _ := l.group.Do(namespace, func() (any, error) {
 		at := l.clock.Now()
@@ -90,6 +124,7 @@ func (l *podMetricsLister) namespace(ctx context.Context, namespace string) ([]m
 		if err != nil {
 			return nil, err
 		}
+		fresh := newNamespaceList(list.Items, at)
 		l.mu.Lock()
 		// Drop stale lists, so namespaces whose autoscalers are gone hold
 		// no memory.
@@ -98,12 +133,12 @@ func (l *podMetricsLister) namespace(ctx context.Context, namespace string) ([]m
 				delete(l.lists, ns)
 			}
 		}
-		l.lists[namespace] = namespaceList{items: list.Items, at: at}
+		l.lists[namespace] = fresh
 		l.mu.Unlock()
-		return list.Items, nil
+		return fresh, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return v.([]metricsapi.PodMetrics), nil
+	return v.(*namespaceList), nil
 }

@@ -111,8 +111,13 @@ func TestPodMetricsListerConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			if _, err := l.list(context.Background(), ns, labels.Everything()); err != nil {
+			// No equality requirement: the whole list is scanned.
+			got, err := l.list(context.Background(), ns, labels.Everything())
+			if err != nil {
 				t.Error(err)
+			}
+			if len(got) != 3 {
+				t.Errorf("got %v, want all 3", names(got))
 			}
 		})
 	}

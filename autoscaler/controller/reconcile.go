@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -43,8 +42,9 @@ func defaultMetrics() []autoscalingv2.MetricSpec {
 // reconciler reconciles one autoscaler at a time, as upstream's
 // reconcileAutoscaler does.
 type reconciler struct {
-	source    Source
-	pods      corelisters.PodLister
+	source Source
+	// pods is the pod informer's indexer, with podLabelIndex.
+	pods      cache.Indexer
 	scales    *scaler
 	metrics   MetricsClient
 	recorder  record.EventRecorder

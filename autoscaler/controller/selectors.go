@@ -12,13 +12,61 @@ import (
 // autoscalers whose pods overlap (upstream's hpaSelectorStore). An
 // autoscaler is registered with a selector that matches nothing when it is
 // added, and gets its real selector when reconciled.
+//
+// Selectors are indexed by one label pair they require, so checking a pod
+// tests the selectors that could match it, not every selector of the
+// namespace (with hundreds of autoscalers in a namespace, the full test
+// on every reconcile was a visible cost).
 type selectorTracker struct {
 	mu         sync.RWMutex
-	namespaces map[string]map[string]labels.Selector // namespace -> key -> selector
+	namespaces map[string]*namespaceSelectors
+}
+
+type namespaceSelectors struct {
+	byKey map[string]labels.Selector
+	// byPair holds the keys whose selector requires the label pair
+	// "key=value" (the first such pair of the selector); noPair the keys
+	// whose selector requires none.
+	byPair map[string]map[string]struct{}
+	noPair map[string]struct{}
 }
 
 func newSelectorTracker() *selectorTracker {
-	return &selectorTracker{namespaces: map[string]map[string]labels.Selector{}}
+	return &selectorTracker{namespaces: map[string]*namespaceSelectors{}}
+}
+
+func indexPair(sel labels.Selector) (string, bool) {
+	pairs := equalityPairs(sel)
+	if len(pairs) == 0 {
+		return "", false
+	}
+	return pairs[0][0] + "=" + pairs[0][1], true
+}
+
+func (n *namespaceSelectors) put(key string, sel labels.Selector) {
+	if old, ok := n.byKey[key]; ok {
+		n.unindex(key, old)
+	}
+	n.byKey[key] = sel
+	if pair, ok := indexPair(sel); ok {
+		if n.byPair[pair] == nil {
+			n.byPair[pair] = map[string]struct{}{}
+		}
+		n.byPair[pair][key] = struct{}{}
+	} else {
+		n.noPair[key] = struct{}{}
+	}
+}
+
+func (n *namespaceSelectors) unindex(key string, sel labels.Selector) {
+	if pair, ok := indexPair(sel); ok {
+		delete(n.byPair[pair], key)
+		if len(n.byPair[pair]) == 0 {
+			delete(n.byPair, pair)
+		}
+	} else {
+		delete(n.noPair, key)
+	}
 }
 
 // putIfAbsent registers key with sel unless it is registered; it reports
@@ -28,13 +76,13 @@ func (t *selectorTracker) putIfAbsent(namespace, key string, sel labels.Selector
 	defer t.mu.Unlock()
 	ns := t.namespaces[namespace]
 	if ns == nil {
-		ns = map[string]labels.Selector{}
+		ns = &namespaceSelectors{byKey: map[string]labels.Selector{}, byPair: map[string]map[string]struct{}{}, noPair: map[string]struct{}{}}
 		t.namespaces[namespace] = ns
 	}
-	if _, ok := ns[key]; ok {
+	if _, ok := ns.byKey[key]; ok {
 		return false
 	}
-	ns[key] = sel
+	ns.put(key, sel)
 	return true
 }
 
@@ -44,10 +92,13 @@ func (t *selectorTracker) putIfPresent(namespace, key string, sel labels.Selecto
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ns := t.namespaces[namespace]
-	if _, ok := ns[key]; !ok {
+	if ns == nil {
 		return false
 	}
-	ns[key] = sel
+	if _, ok := ns.byKey[key]; !ok {
+		return false
+	}
+	ns.put(key, sel)
 	return true
 }
 
@@ -55,7 +106,10 @@ func (t *selectorTracker) putIfPresent(namespace, key string, sel labels.Selecto
 func (t *selectorTracker) count(namespace string) int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return len(t.namespaces[namespace])
+	if ns := t.namespaces[namespace]; ns != nil {
+		return len(ns.byKey)
+	}
+	return 0
 }
 
 // delete unregisters key; it reports whether it was registered.
@@ -63,11 +117,16 @@ func (t *selectorTracker) delete(namespace, key string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ns := t.namespaces[namespace]
-	if _, ok := ns[key]; !ok {
+	if ns == nil {
 		return false
 	}
-	delete(ns, key)
-	if len(ns) == 0 {
+	sel, ok := ns.byKey[key]
+	if !ok {
+		return false
+	}
+	ns.unindex(key, sel)
+	delete(ns.byKey, key)
+	if len(ns.byKey) == 0 {
 		delete(t.namespaces, namespace)
 	}
 	return true
@@ -79,19 +138,26 @@ func (t *selectorTracker) matching(namespace string, pods []*corev1.Pod, limit i
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	ns := t.namespaces[namespace]
-	seen := map[string]bool{}
+	if ns == nil {
+		return nil
+	}
 	found := map[string]bool{}
+	test := func(key string, set labels.Set) bool {
+		if !found[key] && ns.byKey[key].Matches(set) {
+			found[key] = true
+		}
+		return limit > 0 && len(found) >= limit
+	}
 	for _, p := range pods {
 		set := labels.Set(p.Labels)
-		id := set.String()
-		if seen[id] {
-			continue
+		for key := range ns.noPair {
+			if test(key, set) {
+				return sortedKeys(found)
+			}
 		}
-		seen[id] = true
-		for key, sel := range ns {
-			if !found[key] && sel.Matches(set) {
-				found[key] = true
-				if limit > 0 && len(found) >= limit {
+		for k, v := range p.Labels {
+			for key := range ns.byPair[k+"="+v] {
+				if test(key, set) {
 					return sortedKeys(found)
 				}
 			}

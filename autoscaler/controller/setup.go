@@ -10,12 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -56,6 +56,26 @@ type ClusterConfig struct {
 	Registerer prometheus.Registerer
 }
 
+// StripManagedFields drops metadata.managedFields from cached objects:
+// the controller never reads them, they are often the largest part of an
+// object, and a status update without them leaves them as they are.
+func StripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// WithProtobuf returns a copy of cfg that sends protobuf and accepts it
+// before JSON, for clients of built-in and metrics.k8s.io types (custom
+// resources and the custom and external metrics APIs speak JSON only).
+func WithProtobuf(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.ContentType = runtime.ContentTypeProtobuf
+	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return c
+}
+
 // Runner is a Controller with its informers, clients and event
 // broadcaster, built for a real cluster. Building it contacts nothing and
 // starts no goroutine: Run does.
@@ -85,7 +105,7 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scale client: %w", err)
 	}
-	resourceMetrics, err := resourceclient.NewForConfig(c.REST)
+	resourceMetrics, err := resourceclient.NewForConfig(WithProtobuf(c.REST))
 	if err != nil {
 		return nil, fmt.Errorf("resource metrics client: %w", err)
 	}
@@ -99,7 +119,8 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 	// The autoscalers' informer resyncs every sync period (a backstop to
 	// the queue's own periodic requeue, as upstream); pods never resync.
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithCustomResyncConfig(
-		map[metav1.Object]time.Duration{&autoscalingv2.HorizontalPodAutoscaler{}: c.SyncPeriod}))
+		map[metav1.Object]time.Duration{&autoscalingv2.HorizontalPodAutoscaler{}: c.SyncPeriod}),
+		informers.WithTransform(StripManagedFields))
 	r := &Runner{invalidate: apiVersions, workers: c.Workers, client: c.Client}
 	r.start = append(r.start, factory.Start)
 	r.shutdown = append(r.shutdown, factory.Shutdown)
@@ -118,14 +139,17 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 		source = NativeSource(factory, c.Client.AutoscalingV2())
 		component = "horizontal-pod-autoscaler"
 	case ModeCRD:
-		dyn, err := dynamic.NewForConfig(c.REST)
+		client, err := NewHorizontalAutoscalerClient(c.REST)
 		if err != nil {
-			return nil, fmt.Errorf("dynamic client: %w", err)
+			return nil, fmt.Errorf("HorizontalAutoscaler client: %w", err)
 		}
-		dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, c.SyncPeriod)
-		source = CRDSource(dynFactory, dyn)
-		r.start = append(r.start, dynFactory.Start)
-		r.shutdown = append(r.shutdown, dynFactory.Shutdown)
+		source = CRDSource(client, c.SyncPeriod)
+		if err := source.Informer().SetTransform(StripManagedFields); err != nil {
+			return nil, err
+		}
+		var informerDone sync.WaitGroup
+		r.start = append(r.start, func(stop <-chan struct{}) { informerDone.Go(func() { source.Informer().Run(stop) }) })
+		r.shutdown = append(r.shutdown, informerDone.Wait)
 	default:
 		return nil, fmt.Errorf("unknown mode %q", c.Mode)
 	}

@@ -29,7 +29,9 @@
 //
 // Knobs (environment): TIDAL_BENCH_AUTOSCALERS (1000), TIDAL_BENCH_PODS
 // (5), TIDAL_BENCH_NAMESPACES (10), TIDAL_BENCH_PERIODS (3),
-// TIDAL_BENCH_KCM_QPS (200), TIDAL_BENCH_PHASES ("tidal,kcm").
+// TIDAL_BENCH_KCM_QPS (200), TIDAL_BENCH_PHASES ("tidal,kcm"),
+// TIDAL_BENCH_PROFILE (a file: tidal runs with --profiling and a CPU
+// profile of its first measured period is written there).
 //
 // Figures depend on the machine and its load; nothing here asserts on
 // time.
@@ -373,7 +375,12 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 	if _, err := h.ApplyCRDs(ctx, filepath.Join(root, "manifests", "crd")); err != nil {
 		return phaseResult{}, err
 	}
-	a, err := h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: bin})
+	var args []string
+	profile := os.Getenv("TIDAL_BENCH_PROFILE")
+	if profile != "" {
+		args = append(args, "--profiling")
+	}
+	a, err := h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: bin, Args: args})
 	if err != nil {
 		return phaseResult{}, err
 	}
@@ -422,7 +429,21 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 		}
 		return desired, with, nil
 	}
+	profiled := false
 	counter := func(ctx context.Context) (float64, error) {
+		if profile != "" && !profiled {
+			// Called at the start of the window: profile its first period.
+			profiled = true
+			go func() {
+				data, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", a.HealthPort, int(syncPeriod.Seconds())))
+				if err == nil {
+					err = os.WriteFile(profile, []byte(data), 0o644)
+				}
+				if err != nil {
+					b.Logf("profile: %v", err)
+				}
+			}()
+		}
 		return scrapeCounter(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", a.HealthPort), "tidal_autoscaler_reconciliations_total")
 	}
 	return measure(ctx, b, cfg, a.Process.PID(), []string{tidalUser}, auditLog, statuses, counter)

@@ -1,0 +1,77 @@
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/tools/cache"
+)
+
+// podLabelIndex indexes pods by namespace and each label pair, so a
+// selector with an equality requirement (every Deployment's has one) scans
+// the pods carrying that label instead of the whole namespace: with many
+// autoscalers in a namespace, the scan was the largest cost of a
+// reconcile.
+const podLabelIndex = "tidal.namespace-label"
+
+func labelKey(namespace, key, value string) string { return namespace + "/" + key + "=" + value }
+
+func podLabelIndexFunc(obj any) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	keys := make([]string, 0, len(pod.Labels))
+	for k, v := range pod.Labels {
+		keys = append(keys, labelKey(pod.Namespace, k, v))
+	}
+	return keys, nil
+}
+
+// equalityPairs returns the label pairs every object matching sel must
+// carry; empty when sel has no single-valued equality requirement.
+func equalityPairs(sel labels.Selector) [][2]string {
+	reqs, selectable := sel.Requirements()
+	if !selectable {
+		return nil
+	}
+	var out [][2]string
+	for _, r := range reqs {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			if vals := r.Values(); vals.Len() == 1 {
+				out = append(out, [2]string{r.Key(), vals.UnsortedList()[0]})
+			}
+		}
+	}
+	return out
+}
+
+// selectPods returns the pods of namespace that sel matches, as the pod
+// lister's List(sel) would, through podLabelIndex when sel allows.
+func selectPods(indexer cache.Indexer, namespace string, sel labels.Selector) ([]*corev1.Pod, error) {
+	var candidates []any
+	pairs := equalityPairs(sel)
+	if len(pairs) == 0 {
+		var err error
+		if candidates, err = indexer.ByIndex(cache.NamespaceIndex, namespace); err != nil {
+			return nil, err
+		}
+	}
+	for i, p := range pairs {
+		objs, err := indexer.ByIndex(podLabelIndex, labelKey(namespace, p[0], p[1]))
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 || len(objs) < len(candidates) {
+			candidates = objs
+		}
+	}
+	out := make([]*corev1.Pod, 0, len(candidates))
+	for _, obj := range candidates {
+		if pod, ok := obj.(*corev1.Pod); ok && sel.Matches(labels.Set(pod.Labels)) {
+			out = append(out, pod)
+		}
+	}
+	return out, nil
+}
