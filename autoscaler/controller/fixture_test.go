@@ -170,7 +170,9 @@ func must(t *testing.T, err error) {
 
 // dynamicStatusWriter writes status through the fake dynamic client, whose
 // actions the tests count.
-type dynamicStatusWriter struct{ dyn *dynamicfake.FakeDynamicClient }
+type dynamicStatusWriter struct {
+	dyn *dynamicfake.FakeDynamicClient
+}
 
 func (w dynamicStatusWriter) UpdateStatus(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler) error {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ha)

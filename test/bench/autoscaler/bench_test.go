@@ -172,6 +172,9 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		b.ReportMetric(r.cpuPerPeriod, phase+"-cpu-s/period")
 		b.ReportMetric(float64(r.requests.Total)/float64(cfg.periods), phase+"-requests/period")
 		b.ReportMetric(r.reconcilesPerPeriod, phase+"-reconciles/period")
+		if phase == "tidal" {
+			b.ReportMetric(r.maxQueueDepth, "tidal-max-queue-depth")
+		}
 	}
 	if t, k := results["tidal"], results["kcm"]; t.cpuPerPeriod > 0 && k.cpuPerPeriod > 0 {
 		b.ReportMetric(t.cpuPerPeriod/k.cpuPerPeriod, "cpu-ratio")
@@ -288,6 +291,8 @@ type phaseResult struct {
 	requests            requestCount
 	// desired counts the objects by status.desiredReplicas at the end.
 	desired map[int32]int
+	// maxQueueDepth is the largest work queue depth sampled (tidal only).
+	maxQueueDepth float64
 }
 
 func maps2Equal(a, b map[int32]int) bool {
@@ -307,7 +312,7 @@ func maps2Equal(a, b map[int32]int) bool {
 // Reconciles are counter's increase over the window; without a counter,
 // the PodMetrics lists (one per reconcile of a one-metric HPA upstream).
 func measure(ctx context.Context, b *testing.B, cfg config, pid int, users []string, auditLog string,
-	statuses func(context.Context) (map[int32]int, int, error), counter func(context.Context) (float64, error),
+	statuses func(context.Context) (map[int32]int, int, error), counter, depth func(context.Context) (float64, error),
 ) (phaseResult, error) {
 	var r phaseResult
 	deadline := time.Now().Add(10 * time.Minute)
@@ -340,7 +345,16 @@ func measure(ctx context.Context, b *testing.B, cfg config, pid int, users []str
 	if err != nil {
 		return r, err
 	}
-	time.Sleep(time.Duration(cfg.periods) * syncPeriod)
+	// Sample the queue depth every second: items waiting for a worker
+	// (not for their next period) mean reconciles fall behind.
+	for end := from.Add(time.Duration(cfg.periods) * syncPeriod); time.Now().Before(end); {
+		time.Sleep(min(time.Second, time.Until(end)))
+		if depth != nil {
+			if d, err := depth(ctx); err == nil && d > r.maxQueueDepth {
+				r.maxQueueDepth = d
+			}
+		}
+	}
 	to := time.Now()
 	cpu1, err := harness.CPUSeconds(pid)
 	if err != nil {
@@ -429,6 +443,9 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 		}
 		return desired, with, nil
 	}
+	depth := func(ctx context.Context) (float64, error) {
+		return scrapeCounter(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", a.HealthPort), "workqueue_depth")
+	}
 	profiled := false
 	counter := func(ctx context.Context) (float64, error) {
 		if profile != "" && !profiled {
@@ -446,7 +463,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 		}
 		return scrapeCounter(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", a.HealthPort), "tidal_autoscaler_reconciliations_total")
 	}
-	return measure(ctx, b, cfg, a.Process.PID(), []string{tidalUser}, auditLog, statuses, counter)
+	return measure(ctx, b, cfg, a.Process.PID(), []string{tidalUser}, auditLog, statuses, counter, depth)
 }
 
 func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kubernetes.Interface, cfg config, targets []target, auditLog string) (phaseResult, error) {
@@ -480,7 +497,7 @@ func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kuberne
 		}
 		return desired, with, nil
 	}
-	return measure(ctx, b, cfg, pid, []string{kcmUser}, auditLog, statuses, nil)
+	return measure(ctx, b, cfg, pid, []string{kcmUser}, auditLog, statuses, nil, nil)
 }
 
 // scrapeCounter sums every series of a counter on a Prometheus text
