@@ -7,6 +7,10 @@
 //     GET pods/* of a custom metric with a label selector, bounded in count
 //     and time. Reports requests/s (rps), p50-ms, p99-ms, adapter CPU
 //     milliseconds per request (cpu-ms/req, from /proc/PID/stat), errors.
+//   - BenchmarkPodMetrics: the same pods, each with cAdvisor-style cpu and
+//     memory series, and the adapter e2e tests' resourceRules; 32 clients
+//     as the HPA's identity GET metrics.k8s.io PodMetrics of the pods by
+//     label selector. Same figures.
 //   - BenchmarkDiscoveryMemory: Prometheus loaded with NAMES x LABELSETS
 //     series; reports the adapter's RSS growth from idle to after
 //     discovery (rss-delta-MiB, from /proc/PID/status VmRSS; peak-delta-MiB
@@ -23,7 +27,9 @@
 // TIDAL_BENCH_REQUESTS (5000, per server), TIDAL_BENCH_DURATION (30s, per
 // server), TIDAL_BENCH_NAMES (1000), TIDAL_BENCH_LABELSETS (100),
 // TIDAL_BENCH_PEER (a prometheus-adapter binary, or "build" to build it
-// from test/bench/peer; unset: tidal only).
+// from test/bench/peer; unset: tidal only), TIDAL_BENCH_PPROF (a directory:
+// a CPU profile of tidal during each load, TIDAL_BENCH_PPROF_SECONDS long,
+// default 5).
 //
 // Figures depend on the machine and its load; nothing here asserts on
 // time. Compare runs with benchstat.

@@ -37,9 +37,10 @@ const (
 
 // podsWorkload creates the Deployment and one counter per pod, once.
 var podsWorkload struct {
-	once sync.Once
-	pods int
-	err  error
+	once  sync.Once
+	pods  int
+	names []string
+	err   error
 }
 
 func ensurePods(ctx context.Context, h *harness.Harness, n int) error {
@@ -59,6 +60,7 @@ func ensurePods(ctx context.Context, h *harness.Harness, n int) error {
 		}
 		for i, p := range pods {
 			h.Exporter.SetCounterRate("bench_http_requests_total", exporter.Labels{"namespace": benchNamespace, "pod": p.Name}, float64(i%10+1))
+			podsWorkload.names = append(podsWorkload.names, p.Name)
 		}
 		podsWorkload.pods = len(pods)
 	})
@@ -66,14 +68,13 @@ func ensurePods(ctx context.Context, h *harness.Harness, n int) error {
 }
 
 // startServer starts `tidal adapter` (default flags) or prometheus-adapter
-// with rules and registers it as custom.metrics.k8s.io v1beta1 and
-// v1beta2, replacing the other one.
-func startServer(ctx context.Context, b *testing.B, h *harness.Harness, kind, bin, rules string, args ...string) (*server, error) {
+// with rules and registers it for apis (GROUP, VERSION pairs), replacing
+// the other one.
+func startServer(ctx context.Context, b *testing.B, h *harness.Harness, kind, bin, rules string, apis [][2]string, args ...string) (*server, error) {
 	ruleFile := filepath.Join(b.TempDir(), "rules.yaml")
 	if err := os.WriteFile(ruleFile, []byte(rules), 0o600); err != nil {
 		return nil, err
 	}
-	apis := [][2]string{{"custom.metrics.k8s.io", "v1beta1"}, {"custom.metrics.k8s.io", "v1beta2"}}
 	if kind == "tidal" {
 		a, err := h.StartAdapter(ctx, harness.AdapterOptions{Binary: bin, RuleFile: ruleFile, Args: args, APIServices: apis})
 		if err != nil {
@@ -139,7 +140,8 @@ func startPeer(ctx context.Context, b *testing.B, h *harness.Harness, bin, ruleF
 	return s, nil
 }
 
-// metricList is the part of a MetricValueList the benchmark checks.
+// metricList is the part of a MetricValueList the benchmark checks (of a
+// PodMetricsList, only the item count).
 type metricList struct {
 	Items []struct {
 		DescribedObject struct{ Name string } `json:"describedObject"`
@@ -150,12 +152,40 @@ type metricList struct {
 // BenchmarkPodsCustomMetric measures pods/* custom-metric requests through
 // the aggregator as the HPA makes them.
 func BenchmarkPodsCustomMetric(b *testing.B) {
+	runScenario(b, scenario{
+		rules: podsRules,
+		apis:  [][2]string{{"custom.metrics.k8s.io", "v1beta1"}, {"custom.metrics.k8s.io", "v1beta2"}},
+		path:  fmt.Sprintf("/apis/custom.metrics.k8s.io/v1beta2/namespaces/%s/pods/*/%s?labelSelector=app%%3D%s", benchNamespace, podsMetric, benchApp),
+	})
+}
+
+// scenario is one request the HPA makes, served by each server in turn.
+type scenario struct {
+	// rules is the rule file; apis the APIServices each server is
+	// registered for.
+	rules string
+	apis  [][2]string
+	// path is the request, through the aggregator; its answer is a list
+	// with one item per bench pod.
+	path string
+	// prepare, when set, runs once the pods are ready.
+	prepare func(ctx context.Context, h *harness.Harness) error
+}
+
+// runScenario serves sc by tidal and, when TIDAL_BENCH_PEER is set,
+// prometheus-adapter, and loads each with clients as the HPA's identity.
+func runScenario(b *testing.B, sc scenario) {
 	h, bin, peer := setup(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	pods := envInt("TIDAL_BENCH_PODS", 100)
 	if err := ensurePods(ctx, h, pods); err != nil {
 		b.Fatal(err)
+	}
+	if sc.prepare != nil {
+		if err := sc.prepare(ctx, h); err != nil {
+			b.Fatal(err)
+		}
 	}
 	servers := []struct{ name, bin string }{{"tidal", bin}}
 	if peer != "" {
@@ -166,7 +196,7 @@ func BenchmarkPodsCustomMetric(b *testing.B) {
 	for _, s := range servers {
 		b.Run(s.name, func(b *testing.B) {
 			b.StopTimer()
-			srv, err := startServer(ctx, b, h, s.name, s.bin, podsRules)
+			srv, err := startServer(ctx, b, h, s.name, s.bin, sc.rules, sc.apis)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -184,10 +214,10 @@ func BenchmarkPodsCustomMetric(b *testing.B) {
 				t.MaxIdleConnsPerHost = clients
 			}
 			client := &http.Client{Transport: tr, Timeout: 60 * time.Second}
-			url := fmt.Sprintf("%s/apis/custom.metrics.k8s.io/v1beta2/namespaces/%s/pods/*/%s?labelSelector=app%%3D%s", h.APIServerURL, benchNamespace, podsMetric, benchApp)
+			url := h.APIServerURL + sc.path
 
 			// Correctness first: every pod has a value before the load.
-			if err := harness.WaitReady(ctx, nil, s.name+" serving pods/*", 3*time.Minute, func(ctx context.Context) error {
+			if err := harness.WaitReady(ctx, nil, s.name+" serving "+sc.path, 3*time.Minute, func(ctx context.Context) error {
 				n, err := fetch(ctx, client, url)
 				if err != nil {
 					return err
@@ -200,8 +230,13 @@ func BenchmarkPodsCustomMetric(b *testing.B) {
 				b.Fatal(err)
 			}
 
+			var prof *profiler
+			if s.name == "tidal" {
+				prof = startProfile(ctx, b, h, srv.url, b.Name())
+			}
 			res, err := load(ctx, client, url, srv.pid, clients,
 				envInt("TIDAL_BENCH_REQUESTS", 5000), envDuration("TIDAL_BENCH_DURATION", 30*time.Second), b)
+			prof.wait(b)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -30,6 +30,8 @@
 // Knobs (environment): TIDAL_BENCH_AUTOSCALERS (1000), TIDAL_BENCH_PODS
 // (5), TIDAL_BENCH_NAMESPACES (10), TIDAL_BENCH_PERIODS (3),
 // TIDAL_BENCH_KCM_QPS (200), TIDAL_BENCH_PHASES ("tidal,kcm"),
+// TIDAL_BENCH_USAGE ("moving"; "steady": every pod at 50m throughout, so
+// statuses stop changing after the first reconcile),
 // TIDAL_BENCH_PROFILE (a file: tidal runs with --profiling and a CPU
 // profile of its first measured period is written there).
 //
@@ -87,6 +89,7 @@ func envInt(name string, def int) int {
 type config struct {
 	autoscalers, pods, namespaces, periods, kcmQPS int
 	phases                                         []string
+	steady                                         bool
 }
 
 func configFromEnv() config {
@@ -98,6 +101,7 @@ func configFromEnv() config {
 		kcmQPS:      envInt("TIDAL_BENCH_KCM_QPS", 200),
 		phases:      []string{"tidal", "kcm"},
 	}
+	c.steady = os.Getenv("TIDAL_BENCH_USAGE") == "steady"
 	if p := os.Getenv("TIDAL_BENCH_PHASES"); p != "" {
 		c.phases = strings.Split(p, ",")
 	}
@@ -249,14 +253,19 @@ func createWorkload(ctx context.Context, c kubernetes.Interface, node string, cf
 
 // jitterUsage gives every pod a new cpu usage between 46m and 54m (46-54%
 // of its request) every 3 s: each reconcile sees new values, none is
-// outside the tolerance of a 50% target.
+// outside the tolerance of a 50% target. With cfg.steady every pod stays
+// at 50m.
 func jitterUsage(ctx context.Context, m *metricsserver.Server, cfg config) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for {
 		for i := range cfg.namespaces {
 			vals := make([]*resource.Quantity, cfg.pods)
 			for r := range vals {
-				vals[r] = metricsserver.Q(fmt.Sprintf("%dm", 46+rng.IntN(9)))
+				milli := 46 + rng.IntN(9)
+				if cfg.steady {
+					milli = 50
+				}
+				vals[r] = metricsserver.Q(fmt.Sprintf("%dm", milli))
 			}
 			m.SetPodUsage(fmt.Sprintf("bench-%d", i), labels.Everything(), "app", corev1.ResourceCPU, vals...)
 		}

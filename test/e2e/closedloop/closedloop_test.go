@@ -20,7 +20,6 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
-	"github.com/tidal-autoscaler/tidal/autoscaler/controller"
 	"github.com/tidal-autoscaler/tidal/test/harness"
 )
 
@@ -209,16 +208,16 @@ func (l *loop) scaleDownAfterWindow(ctx context.Context, t *testing.T) {
 	l.waitReplicas(ctx, t, lowReplicas)
 }
 
-// lastHighSince is when the autoscaler last recommended highReplicas,
-// as far as the test can tell, after a drop of the demand at dropped
-// while it held highReplicas: at least one sync period (and some slack)
-// before the drop, since it reconciled at least once in that period on
-// the high load; later when its persisted history says so.
+// lastHighSince is when the autoscaler last recommended highReplicas
+// after a drop of the demand at dropped while it held highReplicas, from
+// its persisted history; that time is at least one sync period (and some
+// slack) before the drop, since it reconciled at least once in that period
+// on the high load.
 func lastHighSince(t *testing.T, dropped, persisted time.Time) time.Time {
 	t.Helper()
 	bound := dropped.Add(-syncPeriod - clockSlack)
 	if persisted.IsZero() {
-		t.Logf("no recommendation of %d in the persisted history: the window is checked from %s, a sync period before the drop", highReplicas, stamp(bound))
+		t.Errorf("no recommendation of %d in status.tidal.history: the window is checked from %s, a sync period before the drop", highReplicas, stamp(bound))
 		return bound
 	}
 	if persisted.Before(bound) {
@@ -458,20 +457,15 @@ func (tr *highTracker) update() {
 }
 
 // persistedHistory decodes the stabilization history the autoscaler keeps
-// on the object: status.tidal.history, or annotation
-// autoscaling.tidal.dev/history where earlier versions kept it.
+// in status.tidal.history.
 func persistedHistory(u *unstructured.Unstructured) (behavior.History, bool, error) {
 	v, _, _ := unstructured.NestedString(u.Object, "status", "tidal", "history")
-	where := "status.tidal.history"
-	if v == "" {
-		v, where = u.GetAnnotations()[controller.HistoryAnnotation], "annotation "+controller.HistoryAnnotation
-	}
 	if v == "" {
 		return behavior.History{}, false, nil
 	}
 	hist, err := behavior.Decode(v)
 	if err != nil {
-		return hist, false, fmt.Errorf("%s of HorizontalAutoscaler %s/%s: %w", where, ns, app, err)
+		return hist, false, fmt.Errorf("status.tidal.history of HorizontalAutoscaler %s/%s: %w", ns, app, err)
 	}
 	return hist, true, nil
 }

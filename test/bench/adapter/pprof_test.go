@@ -1,0 +1,81 @@
+package adapter
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidal-autoscaler/tidal/test/harness"
+)
+
+// profiler fetches a CPU profile of an adapter while the load runs, when
+// TIDAL_BENCH_PPROF names a directory. The adapter serves /debug/pprof on
+// its secure port (--profiling, on by default) to authorized identities:
+// the harness admin.
+type profiler struct {
+	done chan error
+	file string
+}
+
+// startProfile starts a CPU profile of TIDAL_BENCH_PPROF_SECONDS (5) into
+// $TIDAL_BENCH_PPROF/NAME.cpu.pprof; nil when TIDAL_BENCH_PPROF is unset.
+func startProfile(ctx context.Context, b *testing.B, h *harness.Harness, base, name string) *profiler {
+	dir := os.Getenv("TIDAL_BENCH_PPROF")
+	if dir == "" {
+		return nil
+	}
+	seconds := envInt("TIDAL_BENCH_PPROF_SECONDS", 5)
+	p := &profiler{done: make(chan error, 1), file: filepath.Join(dir, strings.NewReplacer("/", "_").Replace(name)+".cpu.pprof")}
+	c := directClient(b, h, base)
+	c.Timeout = time.Duration(seconds+30) * time.Second
+	go func() {
+		p.done <- fetchProfile(ctx, c, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, seconds), p.file)
+	}()
+	return p
+}
+
+// wait waits for the profile and logs where it is.
+func (p *profiler) wait(b *testing.B) {
+	if p == nil {
+		return
+	}
+	if err := <-p.done; err != nil {
+		b.Logf("CPU profile: %v", err)
+		return
+	}
+	b.Logf("CPU profile: %s", p.file)
+}
+
+func fetchProfile(ctx context.Context, c *http.Client, url, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, msg)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
