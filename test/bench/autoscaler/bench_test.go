@@ -31,7 +31,9 @@
 // (5), TIDAL_BENCH_NAMESPACES (10), TIDAL_BENCH_PERIODS (3),
 // TIDAL_BENCH_KCM_QPS (200), TIDAL_BENCH_PHASES ("tidal,kcm"),
 // TIDAL_BENCH_USAGE ("moving"; "steady": every pod at 50m throughout, so
-// statuses stop changing after the first reconcile),
+// statuses stop changing after the first reconcile, and tidal writes only
+// its once-a-minute history refresh: measure a multiple of 4 periods, as
+// the autoscalers were created together and refresh in step),
 // TIDAL_BENCH_PROFILE (a file: tidal runs with --profiling and a CPU
 // profile of its first measured period is written there).
 //
