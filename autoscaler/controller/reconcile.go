@@ -311,12 +311,3 @@ func invalidSpecCondition(err error) decision.Condition {
 	return decision.Condition{Type: autoscalingv2.ScalingActive, Status: corev1.ConditionFalse, Reason: "InvalidSpec",
 		Message: fmt.Sprintf("the HPA spec is invalid: %v", err)}
 }
-
-func setAnnotation(obj Object, key, value string) {
-	a := obj.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
-	}
-	a[key] = value
-	obj.SetAnnotations(a)
-}
