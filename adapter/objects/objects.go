@@ -107,31 +107,22 @@ func (l *informerLister) Names(ctx context.Context, gvr schema.GroupVersionResou
 	if selector == nil {
 		selector = labels.Everything()
 	}
-	var list []interface{ GetName() string }
-	if namespace == "" {
-		objs, err := w.lister.List(selector)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			if n, ok := o.(interface{ GetName() string }); ok {
-				list = append(list, n)
-			}
-		}
-	} else {
-		objs, err := w.lister.ByNamespace(namespace).List(selector)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			if n, ok := o.(interface{ GetName() string }); ok {
-				list = append(list, n)
-			}
+	// Straight from the index, as the lister would, without its copy of
+	// the objects.
+	var names []string
+	add := func(o any) {
+		if n, ok := o.(interface{ GetName() string }); ok {
+			names = append(names, n.GetName())
 		}
 	}
-	names := make([]string, 0, len(list))
-	for _, o := range list {
-		names = append(names, o.GetName())
+	indexer := w.informer.GetIndexer()
+	if namespace == "" {
+		err = cache.ListAll(indexer, selector, add)
+	} else {
+		err = cache.ListAllByNamespace(indexer, namespace, selector, add)
+	}
+	if err != nil {
+		return nil, err
 	}
 	sort.Strings(names)
 	return names, nil

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -41,9 +42,11 @@ import (
 	cmprovider "sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
 
 	"github.com/tidal-autoscaler/tidal/adapter/discovery"
+	"github.com/tidal-autoscaler/tidal/adapter/internal/memo"
 	"github.com/tidal-autoscaler/tidal/adapter/monitor"
 	"github.com/tidal-autoscaler/tidal/adapter/objects"
 	"github.com/tidal-autoscaler/tidal/adapter/prom"
+	"github.com/tidal-autoscaler/tidal/adapter/ruleset"
 	"github.com/tidal-autoscaler/tidal/rules/promql"
 )
 
@@ -67,6 +70,9 @@ type Options struct {
 type Provider struct {
 	o       Options
 	windows windows
+	// queries and items remember objects requests (see objectMetrics).
+	queries *memo.Table[objectsKey, string, rendered]
+	items   *memo.Table[objectsKey, objectsResult, converted]
 }
 
 var (
@@ -79,7 +85,11 @@ func New(o Options) *Provider {
 	if o.Metrics == nil {
 		o.Metrics = monitor.New()
 	}
-	return &Provider{o: o}
+	return &Provider{
+		o:       o,
+		queries: memo.New[objectsKey, string, rendered](memoSize),
+		items:   memo.New[objectsKey, objectsResult, converted](memoSize),
+	}
 }
 
 // ListAllMetrics lists the custom metrics of the latest discovery.
@@ -157,7 +167,7 @@ func (p *Provider) GetMetricByName(ctx context.Context, name types.NamespacedNam
 	if !exists {
 		return nil, apierrors.NewNotFound(t.gvr.GroupResource(), name.Name)
 	}
-	items, err := p.objectMetrics(ctx, t, namespace, []string{name.Name}, info.Metric, metricSelector)
+	items, err := p.objectMetrics(ctx, t, namespace, []string{name.Name}, info.Metric, metricSelector, "/"+name.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +177,8 @@ func (p *Provider) GetMetricByName(ctx context.Context, name types.NamespacedNam
 		}
 		return nil, cmprovider.NewMetricNotFoundForSelectorError(t.gvr.GroupResource(), info.Metric, name.Name, metricSelector)
 	}
-	return &items[0], nil
+	item := items[0] // a copy: items are shared
+	return &item, nil
 }
 
 // GetMetricBySelector serves the metric of the objects matching selector.
@@ -186,36 +197,108 @@ func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, se
 	if len(names) == 0 {
 		return &custom_metrics.MetricValueList{}, nil
 	}
-	items, err := p.objectMetrics(ctx, t, namespace, names, info.Metric, metricSelector)
+	objects := ""
+	if selector != nil {
+		objects = selector.String()
+	}
+	items, err := p.objectMetrics(ctx, t, namespace, names, info.Metric, metricSelector, objects)
 	if err != nil {
 		return nil, err
 	}
 	return &custom_metrics.MetricValueList{Items: items}, nil
 }
 
+// objectsKey is what an objects request's query and items depend on,
+// besides the object names and the Prometheus result (the versions).
+type objectsKey struct {
+	rule           *ruleset.Rule
+	series         string
+	gr             schema.GroupResource
+	kind           schema.GroupVersionKind
+	namespace      string
+	metric         string
+	metricSelector string
+	// objects is the object selector, or "/" and the name of the one
+	// object asked for, so that requests for different objects keep their
+	// own entries.
+	objects string
+}
+
+// rendered is a query as rendered, or the rendering error.
+type rendered struct {
+	query string
+	err   error
+}
+
+// objectsResult is the version of converted items: the names asked for
+// and the Prometheus result they were converted from.
+type objectsResult struct {
+	names string
+	vec   memo.Vector
+}
+
+// converted is the items served for one version, and what was left out.
+type converted struct {
+	items []custom_metrics.MetricValue
+	// bad counts the values left out as not finite; err is the last one's.
+	bad int
+	err error
+}
+
+// memoSize bounds the remembered queries and items (see memo.Table).
+const memoSize = 1024
+
 // objectMetrics queries the metric of the named objects and returns an
-// item per object that has a finite value, in the order of names.
-func (p *Provider) objectMetrics(ctx context.Context, t target, namespace string, names []string, metric string, metricSelector labels.Selector) ([]custom_metrics.MetricValue, error) {
+// item per object that has a finite value, in the order of names. The
+// rendered query and the converted items are remembered per request
+// (objects says which) while names and the Prometheus result are the same,
+// so a repeated request costs a cache lookup; the items are shared:
+// callers must not modify them.
+func (p *Provider) objectMetrics(ctx context.Context, t target, namespace string, names []string, metric string, metricSelector labels.Selector, objects string) ([]custom_metrics.MetricValue, error) {
 	rule := t.binding.Rule
 	gr := t.gvr.GroupResource()
-	query, err := rule.Query.Objects(promql.ObjectRequest{
-		Series:         t.binding.Series,
-		Resource:       gr,
-		Namespace:      namespace,
-		Names:          names,
-		MetricSelector: metricSelector,
+	key := objectsKey{rule: rule, series: t.binding.Series, gr: gr, kind: t.kind, namespace: namespace, metric: metric, objects: objects}
+	if metricSelector != nil {
+		key.metricSelector = metricSelector.String()
+	}
+	joined := strings.Join(names, "\x00")
+	r, _ := p.queries.Get(key, joined, func() rendered {
+		q, err := rule.Query.Objects(promql.ObjectRequest{
+			Series:         t.binding.Series,
+			Resource:       gr,
+			Namespace:      namespace,
+			Names:          names,
+			MetricSelector: metricSelector,
+		})
+		return rendered{query: q, err: err}
 	})
-	if err != nil {
-		return nil, renderError(rule.ID, err)
+	if r.err != nil {
+		return nil, renderError(rule.ID, r.err)
 	}
 	label, err := rule.Resources.LabelFor(gr)
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("%s: %w", rule.ID, err))
 	}
-	vec, err := p.query(ctx, t.binding, query)
+	vec, err := p.query(ctx, t.binding, r.query)
 	if err != nil {
 		return nil, err
 	}
+	c, hit := p.items.Get(key, objectsResult{names: joined, vec: memo.VectorOf(vec)}, func() converted {
+		return p.convert(t, namespace, names, metric, metricSelector, label, r.query, vec)
+	})
+	if hit && c.bad > 0 {
+		p.o.Metrics.QueryErrors.WithLabelValues(rule.Client.Name(), rule.ID, "bad_value").Add(float64(c.bad))
+	}
+	if len(c.items) == 0 && c.err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("metric %s of %s: %w (query %s); a NaN usually comes from dividing 0 by 0, e.g. a rate of a request counter with no requests, so make the rule's query guard the division", metric, gr, c.err, r.query))
+	}
+	return c.items, nil
+}
+
+// convert builds the items of the named objects from a query result.
+func (p *Provider) convert(t target, namespace string, names []string, metric string, metricSelector labels.Selector, label, query string, vec model.Vector) converted {
+	rule := t.binding.Rule
+	gr := t.gvr.GroupResource()
 	byName := make(map[string]*model.Sample, len(vec))
 	for _, s := range vec {
 		byName[string(s.Metric[model.LabelName(label)])] = s
@@ -225,8 +308,9 @@ func (p *Provider) objectMetrics(ctx context.Context, t target, namespace string
 		sel = labelSelector(metricSelector)
 	}
 	window := p.windows.get(t.binding, query)
-	items := make([]custom_metrics.MetricValue, 0, len(names))
-	var bad error
+	apiVersion := t.kind.GroupVersion().String()
+	var c converted
+	c.items = make([]custom_metrics.MetricValue, 0, len(names))
 	for _, n := range names {
 		s, ok := byName[n]
 		if !ok {
@@ -234,14 +318,16 @@ func (p *Provider) objectMetrics(ctx context.Context, t target, namespace string
 		}
 		q, err := Quantity(float64(s.Value))
 		if err != nil {
-			bad = err
+			c.bad++
+			c.err = err
 			p.o.Metrics.QueryErrors.WithLabelValues(rule.Client.Name(), rule.ID, "bad_value").Inc()
 			klog.V(2).InfoS("Left out a value that is not a finite number", "rule", rule.ID, "metric", metric, "resource", gr, "namespace", namespace, "name", n, "value", s.Value)
 			continue
 		}
-		items = append(items, custom_metrics.MetricValue{
+		_ = q.String() // kept in q: every response serializes it
+		c.items = append(c.items, custom_metrics.MetricValue{
 			DescribedObject: custom_metrics.ObjectReference{
-				APIVersion: t.kind.GroupVersion().String(),
+				APIVersion: apiVersion,
 				Kind:       t.kind.Kind,
 				Namespace:  namespace,
 				Name:       n,
@@ -252,10 +338,7 @@ func (p *Provider) objectMetrics(ctx context.Context, t target, namespace string
 			Value:         q,
 		})
 	}
-	if len(items) == 0 && bad != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("metric %s of %s: %w (query %s); a NaN usually comes from dividing 0 by 0, e.g. a rate of a request counter with no requests, so make the rule's query guard the division", metric, gr, bad, query))
-	}
-	return items, nil
+	return c
 }
 
 // GetExternalMetric serves an external metric: one item per sample.

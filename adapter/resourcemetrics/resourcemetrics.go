@@ -44,7 +44,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +58,7 @@ import (
 	"k8s.io/metrics/pkg/apis/metrics"
 	msapi "sigs.k8s.io/metrics-server/pkg/api"
 
+	"github.com/tidal-autoscaler/tidal/adapter/internal/memo"
 	"github.com/tidal-autoscaler/tidal/adapter/monitor"
 	"github.com/tidal-autoscaler/tidal/adapter/prom"
 	"github.com/tidal-autoscaler/tidal/adapter/provider"
@@ -94,7 +97,14 @@ type Options struct {
 type Provider struct {
 	o       Options
 	windows sync.Map // *ruleset.ResourceRule -> time.Duration
+	// podQueries and podUsage remember pods requests (see GetPodMetrics).
+	podQueries *memo.Table[podQueryKey, string, podQueryRendered]
+	podUsage   *memo.Table[podsKey, podsVersion, map[podKey]*podUsage]
 }
+
+// memoSize bounds the remembered queries and usages (see memo.Table): an
+// entry per distinct request.
+const memoSize = 1024
 
 var _ msapi.MetricsGetter = (*Provider)(nil)
 
@@ -109,7 +119,11 @@ func New(o Options) *Provider {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Provider{o: o}
+	return &Provider{
+		o:          o,
+		podQueries: memo.New[podQueryKey, string, podQueryRendered](memoSize),
+		podUsage:   memo.New[podsKey, podsVersion, map[podKey]*podUsage](memoSize),
+	}
 }
 
 // ErrNoResourceRules is returned when the rules in force have no
@@ -141,6 +155,17 @@ type usage map[string]map[corev1.ResourceName]sample
 
 // GetPodMetrics answers for pods, all from one query per resource.
 func (p *Provider) GetPodMetrics(pods ...*metav1.PartialObjectMetadata) ([]metrics.PodMetrics, error) {
+	return p.PodMetricsFor("", pods...)
+}
+
+// PodMetricsFor is GetPodMetrics for the pods a request selected: request
+// names the selection (the selectors of a list, or the one pod of a get).
+// The rendered queries and the usage found in their results are
+// remembered per request while the pod names and the Prometheus results
+// are the same (see memo), so a repeated request only builds its objects;
+// the entries are per request, not per pod set, so pods coming and going
+// replace them instead of adding more.
+func (p *Provider) PodMetricsFor(request string, pods ...*metav1.PartialObjectMetadata) ([]metrics.PodMetrics, error) {
 	if len(pods) == 0 {
 		return nil, nil
 	}
@@ -149,31 +174,102 @@ func (p *Provider) GetPodMetrics(pods ...*metav1.PartialObjectMetadata) ([]metri
 		return nil, err
 	}
 	namespace := pods[0].Namespace
-	seen := map[string]bool{}
-	var names []string
-	for _, pod := range pods {
+	names := make([]string, len(pods))
+	for i, pod := range pods {
 		if pod.Namespace != namespace {
 			namespace = ""
 		}
-		if !seen[pod.Name] {
-			seen[pod.Name] = true
-			names = append(names, pod.Name)
-		}
+		names[i] = pod.Name
 	}
-	sort.Strings(names)
+	if !slices.IsSorted(names) { // the storage sorts the pods
+		slices.Sort(names)
+	}
+	names = slices.Compact(names)
+	joined := strings.Join(names, "\x00")
 
 	ctx, cancel := context.WithTimeout(context.Background(), p.o.Timeout)
 	defer cancel()
-	found := map[podKey]usage{}
-	var mu sync.Mutex
+	var results [2]podResult // cpu, memory
 	window, err := p.both(rr, func(res corev1.ResourceName, rule *ruleset.ResourceRule) (string, error) {
-		got, query, err := p.podQuery(ctx, rule, namespace, names)
-		if err != nil {
-			return query, err
+		r, err := p.podQuery(ctx, rule, namespace, request, names, joined)
+		results[resourceIndex(res)] = r
+		return r.query, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	ver := podsVersion{names: joined, cpu: memo.VectorOf(results[0].vec), memory: memo.VectorOf(results[1].vec)}
+	found, _ := p.podUsage.Get(podsKey{rules: rr, namespace: namespace, request: request}, ver, func() map[podKey]*podUsage {
+		return podUsages(namespace, results)
+	})
+
+	now := metav1.NewTime(p.o.Now())
+	out := make([]metrics.PodMetrics, 0, len(pods))
+	for _, pod := range pods {
+		u := found[podKey{pod.Namespace, pod.Name}]
+		if u == nil {
+			p.o.Metrics.ResourceMissing.WithLabelValues("pod", "all").Inc()
+			continue
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		for k, byContainer := range got {
+		for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if !u.has[res] {
+				p.o.Metrics.ResourceMissing.WithLabelValues("pod", string(res)).Inc()
+			}
+		}
+		out = append(out, metrics.PodMetrics{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:              pod.Name,
+				Namespace:         pod.Namespace,
+				Labels:            pod.Labels,
+				CreationTimestamp: now,
+			},
+			Timestamp:  u.timestamp,
+			Window:     metav1.Duration{Duration: window},
+			Containers: u.containers,
+		})
+	}
+	return out, nil
+}
+
+// podsKey and podsVersion are what the usage of a pods request depends
+// on.
+type podsKey struct {
+	rules     *ruleset.ResourceRules
+	namespace string
+	request   string
+}
+
+type podsVersion struct {
+	names       string
+	cpu, memory memo.Vector
+}
+
+// podUsage is a pod's served usage; its containers are shared by every
+// response built from the same results: read-only.
+type podUsage struct {
+	timestamp  metav1.Time
+	has        map[corev1.ResourceName]bool
+	containers []metrics.ContainerMetrics
+}
+
+// podResult is a containerQuery as rendered and its result.
+type podResult struct {
+	podQueryRendered
+	vec model.Vector
+}
+
+func resourceIndex(res corev1.ResourceName) int {
+	if res == corev1.ResourceMemory {
+		return 1
+	}
+	return 0
+}
+
+// podUsages turns the cpu and memory results into each pod's usage.
+func podUsages(namespace string, results [2]podResult) map[podKey]*podUsage {
+	found := map[podKey]usage{}
+	for i, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		for k, byContainer := range results[i].samples(namespace) {
 			u := found[k]
 			if u == nil {
 				u = usage{}
@@ -186,47 +282,25 @@ func (p *Provider) GetPodMetrics(pods ...*metav1.PartialObjectMetadata) ([]metri
 				u[c][res] = s
 			}
 		}
-		return query, nil
-	})
-	if err != nil {
-		return nil, err
 	}
-
-	now := metav1.NewTime(p.o.Now())
-	out := make([]metrics.PodMetrics, 0, len(pods))
-	for _, pod := range pods {
-		u := found[podKey{pod.Namespace, pod.Name}]
+	out := make(map[podKey]*podUsage, len(found))
+	for k, u := range found {
 		if len(u) == 0 {
-			p.o.Metrics.ResourceMissing.WithLabelValues("pod", "all").Inc()
 			continue
 		}
 		ts, has := u.earliest()
-		for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			if !has[res] {
-				p.o.Metrics.ResourceMissing.WithLabelValues("pod", string(res)).Inc()
-			}
-		}
-		pm := metrics.PodMetrics{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:              pod.Name,
-				Namespace:         pod.Namespace,
-				Labels:            pod.Labels,
-				CreationTimestamp: now,
-			},
-			Timestamp: metav1.NewTime(ts.Time()),
-			Window:    metav1.Duration{Duration: window},
-		}
+		pu := &podUsage{timestamp: metav1.NewTime(ts.Time()), has: has}
 		containers := make([]string, 0, len(u))
 		for c := range u {
 			containers = append(containers, c)
 		}
 		sort.Strings(containers)
 		for _, c := range containers {
-			pm.Containers = append(pm.Containers, metrics.ContainerMetrics{Name: c, Usage: resourceList(u[c])})
+			pu.containers = append(pu.containers, metrics.ContainerMetrics{Name: c, Usage: resourceList(u[c])})
 		}
-		out = append(out, pm)
+		out[k] = pu
 	}
-	return out, nil
+	return out
 }
 
 // GetNodeMetrics answers for nodes, all from one query per resource.
@@ -336,16 +410,46 @@ func (p *Provider) window(rr *ruleset.ResourceRules, cpuQuery string) time.Durat
 	return w
 }
 
-// podQuery renders and runs rule's containerQuery for the named pods
-// (in namespace, or in any namespace when it is "").
-func (p *Provider) podQuery(ctx context.Context, rule *ruleset.ResourceRule, namespace string, names []string) (map[podKey]map[string]sample, string, error) {
+// podQueryRendered is a containerQuery as rendered for some pods, with
+// the labels its result is read by, or the rendering error.
+type podQueryRendered struct {
+	query, podLabel, nsLabel, containerLabel string
+	err                                      error
+}
+
+// podQueryKey is what a rendered containerQuery depends on besides the
+// pod names (its version).
+type podQueryKey struct {
+	rule      *ruleset.ResourceRule
+	namespace string
+	request   string
+}
+
+// podQuery renders (or recalls) and runs rule's containerQuery for the
+// named pods (in namespace, or in any namespace when it is ""); joined is
+// names joined by NUL.
+func (p *Provider) podQuery(ctx context.Context, rule *ruleset.ResourceRule, namespace, request string, names []string, joined string) (podResult, error) {
+	r, _ := p.podQueries.Get(podQueryKey{rule: rule, namespace: namespace, request: request}, joined, func() podQueryRendered {
+		return renderPodQuery(rule, namespace, names)
+	})
+	if r.err != nil {
+		return podResult{podQueryRendered: r}, r.err
+	}
+	vec, err := p.query(ctx, rule, "containerQuery", r.query)
+	if err != nil {
+		return podResult{podQueryRendered: r}, err
+	}
+	return podResult{podQueryRendered: r, vec: vec}, nil
+}
+
+func renderPodQuery(rule *ruleset.ResourceRule, namespace string, names []string) podQueryRendered {
 	podLabel, err := rule.Resources.LabelFor(podsGR)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", rule.ID, err)
+		return podQueryRendered{err: fmt.Errorf("%s: %w", rule.ID, err)}
 	}
 	nsLabel, err := rule.Resources.LabelFor(namespacesGR)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", rule.ID, err)
+		return podQueryRendered{err: fmt.Errorf("%s: %w", rule.ID, err)}
 	}
 	groupBy := []string{rule.ContainerLabel}
 	if nsLabel != rule.ContainerLabel && nsLabel != podLabel {
@@ -358,19 +462,20 @@ func (p *Provider) podQuery(ctx context.Context, rule *ruleset.ResourceRule, nam
 		ExtraGroupBy: groupBy,
 	})
 	if err != nil {
-		return nil, "", fmt.Errorf("%s.containerQuery: %w", rule.ID, err)
+		return podQueryRendered{err: fmt.Errorf("%s.containerQuery: %w", rule.ID, err)}
 	}
-	vec, err := p.query(ctx, rule, "containerQuery", query)
-	if err != nil {
-		return nil, query, err
-	}
+	return podQueryRendered{query: query, podLabel: podLabel, nsLabel: nsLabel, containerLabel: rule.ContainerLabel}
+}
+
+// samples reads a containerQuery result: per pod, per container.
+func (r podResult) samples(namespace string) map[podKey]map[string]sample {
 	out := map[podKey]map[string]sample{}
-	for _, s := range vec {
-		c := string(s.Metric[model.LabelName(rule.ContainerLabel)])
+	for _, s := range r.vec {
+		c := string(s.Metric[model.LabelName(r.containerLabel)])
 		if c == "" || c == PauseContainer || !usable(float64(s.Value)) {
 			continue
 		}
-		k := podKey{namespace: string(s.Metric[model.LabelName(nsLabel)]), name: string(s.Metric[model.LabelName(podLabel)])}
+		k := podKey{namespace: string(s.Metric[model.LabelName(r.nsLabel)]), name: string(s.Metric[model.LabelName(r.podLabel)])}
 		if k.namespace == "" {
 			k.namespace = namespace
 		}
@@ -382,7 +487,7 @@ func (p *Provider) podQuery(ctx context.Context, rule *ruleset.ResourceRule, nam
 		}
 		out[k][c] = add(out[k][c], s)
 	}
-	return out, query, nil
+	return out
 }
 
 // nodeQuery renders and runs rule's nodeQuery for the named nodes.
@@ -455,11 +560,13 @@ func resourceList(byRes map[corev1.ResourceName]sample) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	if s, ok := byRes[corev1.ResourceCPU]; ok {
 		if q, ok := CPU(s.value); ok {
+			_ = q.String() // kept in q: every response serializes it
 			out[corev1.ResourceCPU] = q
 		}
 	}
 	if s, ok := byRes[corev1.ResourceMemory]; ok {
 		if q, ok := Memory(s.value); ok {
+			_ = q.String()
 			out[corev1.ResourceMemory] = q
 		}
 	}

@@ -1,10 +1,12 @@
 package resourcemetrics
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
 
@@ -37,6 +39,13 @@ import (
 type podStorage struct {
 	metrics msapi.PodMetricsGetter
 	pods    cache.GenericLister
+}
+
+// podMetricsForRequest is implemented by Provider: GetPodMetrics told
+// which request selected the pods, so that it can remember its work per
+// request (see Provider.PodMetricsFor).
+type podMetricsForRequest interface {
+	PodMetricsFor(request string, pods ...*metav1.PartialObjectMetadata) ([]metrics.PodMetrics, error)
 }
 
 type nodeStorage struct {
@@ -104,7 +113,11 @@ func (s *podStorage) List(ctx context.Context, options *metainternalversion.List
 			pods = append(pods, p)
 		}
 	}
-	ms, err := s.get(pods...)
+	request := namespace + "?" + sel.String()
+	if fieldSel != nil {
+		request += "&" + fieldSel.String()
+	}
+	ms, err := s.get(request, pods...)
 	if err != nil {
 		return &metrics.PodMetricsList{}, getterError("failed reading pods metrics", err)
 	}
@@ -125,7 +138,7 @@ func (s *podStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions)
 	if !ok || p == nil {
 		return &metrics.PodMetrics{}, apierrors.NewNotFound(corev1.Resource("pods"), namespace+"/"+name)
 	}
-	ms, err := s.get(p)
+	ms, err := s.get(namespace+"/"+name, p)
 	if err != nil {
 		return nil, getterError("failed pod metrics", err)
 	}
@@ -135,17 +148,30 @@ func (s *podStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions)
 	return &ms[0], nil
 }
 
-func (s *podStorage) get(pods ...*metav1.PartialObjectMetadata) ([]metrics.PodMetrics, error) {
-	ms, err := s.metrics.GetPodMetrics(pods...)
+// get answers in namespace and name order for the pods request selected
+// (see Provider.PodMetricsFor). The pods are sorted first:
+// the getter keeps their order, and swapping pointers is cheaper than
+// swapping PodMetrics.
+func (s *podStorage) get(request string, pods ...*metav1.PartialObjectMetadata) ([]metrics.PodMetrics, error) {
+	slices.SortFunc(pods, func(a, b *metav1.PartialObjectMetadata) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	var ms []metrics.PodMetrics
+	var err error
+	if g, ok := s.metrics.(podMetricsForRequest); ok {
+		ms, err = g.PodMetricsFor(request, pods...)
+	} else {
+		ms, err = s.metrics.GetPodMetrics(pods...)
+	}
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(ms, func(i, j int) bool {
-		if ms[i].Namespace != ms[j].Namespace {
-			return ms[i].Namespace < ms[j].Namespace
-		}
-		return ms[i].Name < ms[j].Name
-	})
+	byName := func(a, b metrics.PodMetrics) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	}
+	if !slices.IsSortedFunc(ms, byName) {
+		slices.SortFunc(ms, byName)
+	}
 	return ms, nil
 }
 
