@@ -11,9 +11,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 )
 
 // CRDResource is apiextensions.k8s.io/v1 customresourcedefinitions; the
@@ -88,4 +91,20 @@ func (h *Harness) ApplyCRDs(ctx context.Context, dir string) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// CreateHorizontalAutoscaler creates ha through client without its status,
+// which belongs to the controller. Kind and apiVersion are set here.
+func CreateHorizontalAutoscaler(ctx context.Context, client dynamic.Interface, ha *v1alpha1.HorizontalAutoscaler) error {
+	ha = ha.DeepCopy()
+	ha.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ha)
+	if err != nil {
+		return err
+	}
+	delete(obj, "status")
+	if _, err := client.Resource(v1alpha1.GroupVersionResource).Namespace(ha.Namespace).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create HorizontalAutoscaler %s/%s: %w", ha.Namespace, ha.Name, err)
+	}
+	return nil
 }

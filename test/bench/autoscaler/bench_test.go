@@ -59,7 +59,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
@@ -425,13 +424,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 				ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: t.namespace},
 				Spec:       spec(t),
 			}
-			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ha)
-			if err != nil {
-				return err
-			}
-			delete(obj, "status")
-			_, err = res.Namespace(t.namespace).Create(gctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
-			return err
+			return harness.CreateHorizontalAutoscaler(gctx, dyn, ha)
 		})
 	}
 	if err := g.Wait(); err != nil {

@@ -351,13 +351,7 @@ func (l *loop) createAutoscaler(ctx context.Context) error {
 			},
 		},
 	}
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ha)
-	if err != nil {
-		return err
-	}
-	delete(obj, "status")
-	_, err = l.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
-	return err
+	return harness.CreateHorizontalAutoscaler(ctx, l.dyn, ha)
 }
 
 // replicas is the Deployment's spec.replicas, which the autoscaler sets.

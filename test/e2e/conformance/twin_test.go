@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -248,15 +247,7 @@ func createTwins(ctx context.Context, ns string, spec autoscalingv2.HorizontalPo
 		Spec:       *spec.DeepCopy(),
 	}
 	ha.Spec.ScaleTargetRef = target(tidalName)
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ha)
-	if err != nil {
-		return err
-	}
-	delete(obj, "status")
-	if _, err := env.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create the HorizontalAutoscaler: %w", err)
-	}
-	return nil
+	return harness.CreateHorizontalAutoscaler(ctx, env.dyn, ha)
 }
 
 // observe reads both controllers' status and Deployments.

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
@@ -229,13 +228,7 @@ func createAutoscaler(ctx context.Context, dyn dynamic.Interface) error {
 			},
 		},
 	}
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ha)
-	if err != nil {
-		return err
-	}
-	delete(obj, "status")
-	_, err = dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
-	return err
+	return harness.CreateHorizontalAutoscaler(ctx, dyn, ha)
 }
 
 // persisted reads the history annotation of the HorizontalAutoscaler.
