@@ -204,6 +204,9 @@ func runScenario(t *testing.T, sc scenario) {
 			}
 		}
 	}
+	if err := createBystander(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
 	if err := createTwins(ctx, ns, sc.spec); err != nil {
 		t.Fatal(err)
 	}
@@ -228,6 +231,28 @@ func runScenario(t *testing.T, sc scenario) {
 			t.Logf("step %d (%s): both %s", i, st.name, oracle)
 		}
 	}
+}
+
+// bystanderName is a third Deployment of every scenario's namespace with a
+// HorizontalAutoscaler of its own: with two autoscalers in the namespace,
+// tidal lists the namespace's PodMetrics once for both and picks each
+// one's pods by label (its podMetricsLister), so every scenario compares
+// that path with upstream's LIST by selector. Its pods carry no twin label
+// and get no metrics; it never scales (min = max = 1).
+const bystanderName = "bystander"
+
+func createBystander(ctx context.Context, ns string) error {
+	if _, err := env.h.Client.AppsV1().Deployments(ns).Create(ctx, harness.Deployment(ns, bystanderName, 1), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create the bystander Deployment: %w", err)
+	}
+	return harness.CreateHorizontalAutoscaler(ctx, env.dyn, &v1alpha1.HorizontalAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: bystanderName, Namespace: ns},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: bystanderName},
+			MinReplicas:    ptr.To[int32](1), MaxReplicas: 1,
+			Metrics: []autoscalingv2.MetricSpec{resourceMetric(corev1.ResourceCPU, utilization(50))},
+		},
+	})
 }
 
 // createTwins creates the native HPA on the oracle Deployment and the
