@@ -108,24 +108,25 @@ const (
 	persistNow
 )
 
-// toPersist returns the encoding to store and how much storing it matters
-// at now, compared with what was last persisted.
-func (e *historyEntry) toPersist(ret behavior.Retention, now time.Time) (value string, compacted behavior.History, p persistence) {
+// toPersist returns the compacted history and how much storing it
+// matters at now, compared with what was last persisted. The caller
+// encodes it only when it writes.
+func (e *historyEntry) toPersist(ret behavior.Retention, now time.Time) (compacted behavior.History, p persistence) {
 	compacted = e.h.Compact(ret, now)
 	if e.persisted == nil {
 		if len(compacted.Recommendations) == 0 && len(e.h.Recommendations) == 0 {
-			return "", compacted, persistNone // never recorded anything
+			return compacted, persistNone // never recorded anything
 		}
-		return compacted.Encode(), compacted, persistNow
+		return compacted, persistNow
 	}
 	stored := e.persisted.Compact(ret, now)
 	switch {
 	case stored.Equal(compacted):
-		return "", compacted, persistNone
+		return compacted, persistNone
 	case newestMovedBy(stored, compacted) < historyRefresh:
-		return compacted.Encode(), compacted, persistWithStatus
+		return compacted, persistWithStatus
 	}
-	return compacted.Encode(), compacted, persistNow
+	return compacted, persistNow
 }
 
 // newestMovedBy returns how far the newest recommendation of b is newer

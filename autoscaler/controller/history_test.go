@@ -225,7 +225,7 @@ func TestToPersist(t *testing.T) {
 			for _, r := range tt.current.Recommendations {
 				last = r.Time
 			}
-			_, _, got := e.toPersist(ret, last)
+			_, got := e.toPersist(ret, last)
 			if got != tt.want {
 				t.Errorf("toPersist = %d, want %d", got, tt.want)
 			}

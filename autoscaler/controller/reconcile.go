@@ -149,11 +149,6 @@ func (r *reconciler) reconcile(ctx context.Context, obj Object, key string) (ret
 		klog.FromContext(ctx).Error(err, "Ignoring the persisted history", "kind", r.source.Kind(), "autoscaler", klog.KObj(obj))
 	}
 	hist := &entry.h
-	if entry.persistedValue != "" {
-		// What this controller last stored: a status update must not put
-		// back an older value from a lagging informer cache.
-		obj.SetPersistedHistory(entry.persistedValue)
-	}
 	s.history, s.retention = entry, ret
 	var mr *metricsResult
 	if r.cfg.NeedsMetrics(in) {
@@ -256,18 +251,18 @@ func setStatus(obj Object, current, desired int32, statuses []autoscalingv2.Metr
 func (r *reconciler) writeStatus(ctx context.Context, s *step, why *v1alpha1.Decision) error {
 	s.obj.SetTidalStatus(tidalStatus(s.obj, why))
 	var (
-		value     string
 		compacted behavior.History
 		persist   = persistNone
 	)
-	// The stored history stays as it is unless it must change (the tidal
-	// status block was just replaced, and the cache may lag).
+	// The stored history stays as it is unless it must change: the tidal
+	// status block was just replaced, and a lagging informer cache may
+	// hold an older value than the one this controller last stored.
 	keep := s.original.PersistedHistory()
 	if s.history != nil {
 		if s.history.persistedValue != "" {
 			keep = s.history.persistedValue
 		}
-		value, compacted, persist = s.history.toPersist(s.retention, s.now.Time)
+		compacted, persist = s.history.toPersist(s.retention, s.now.Time)
 	}
 	if keep != "" {
 		s.obj.SetPersistedHistory(keep)
@@ -276,7 +271,9 @@ func (r *reconciler) writeStatus(ctx context.Context, s *step, why *v1alpha1.Dec
 	if !changed && persist != persistNow {
 		return nil
 	}
+	var value string
 	if persist != persistNone {
+		value = compacted.Encode()
 		s.obj.SetPersistedHistory(value)
 	}
 	if err := r.source.UpdateStatus(ctx, s.obj); err != nil {
