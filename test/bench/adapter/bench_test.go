@@ -38,6 +38,7 @@ package adapter
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -141,18 +142,29 @@ type server struct {
 	url string
 }
 
-func httpGetOK(ctx context.Context, c *http.Client, url string) error {
+// get GETs url and returns the body; any status but 200 is an error that
+// quotes the start of the body.
+func get(ctx context.Context, c *http.Client, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %.300s", url, resp.Status, body)
+	}
+	return body, nil
+}
+
+func httpGetOK(ctx context.Context, c *http.Client, url string) error {
+	_, err := get(ctx, c, url)
+	return err
 }

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -207,22 +208,14 @@ func directClient(b *testing.B, h *harness.Harness, base string) *http.Client {
 // resourceCount counts the resources of an API group version's discovery
 // document.
 func resourceCount(ctx context.Context, c *http.Client, u string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	body, err := get(ctx, c, u)
 	if err != nil {
 		return 0, err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s", u, resp.Status)
 	}
 	var l struct {
 		Resources []json.RawMessage `json:"resources"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+	if err := json.Unmarshal(body, &l); err != nil {
 		return 0, err
 	}
 	return len(l.Resources), nil
@@ -230,16 +223,10 @@ func resourceCount(ctx context.Context, c *http.Client, u string) (int, error) {
 
 // promCount evaluates a query giving one number.
 func promCount(ctx context.Context, base, query string) (int, error) {
-	u := base + "/api/v1/query?query=" + url.QueryEscape(query)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	body, err := get(ctx, http.DefaultClient, base+"/api/v1/query?query="+url.QueryEscape(query))
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
 	var r struct {
 		Data struct {
 			Result []struct {
@@ -247,7 +234,7 @@ func promCount(ctx context.Context, base, query string) (int, error) {
 			} `json:"result"`
 		} `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+	if err := json.Unmarshal(body, &r); err != nil {
 		return 0, err
 	}
 	if len(r.Data.Result) == 0 {
@@ -283,20 +270,12 @@ func rawSeries(ctx context.Context, base, selector string, window time.Duration)
 
 // scrape reads a Prometheus text exposition into "name{labels}" -> value.
 func scrape(ctx context.Context, c *http.Client, u string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	body, err := get(ctx, c, u)
 	if err != nil {
 		return nil, err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
 	}
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -256,21 +255,9 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // fetch GETs a MetricValueList and returns its item count.
 func fetch(ctx context.Context, c *http.Client, url string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := get(ctx, c, url)
 	if err != nil {
 		return 0, err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s: %.300s", resp.Status, body)
 	}
 	var l metricList
 	if err := json.Unmarshal(body, &l); err != nil {
