@@ -14,7 +14,9 @@ import (
 // reconcile.
 const podLabelIndex = "tidal.namespace-label"
 
-func labelKey(namespace, key, value string) string { return namespace + "/" + key + "=" + value }
+// pairKey is the index key of one label pair; every label index of the
+// package (pods, cached PodMetrics, selectors) keys by it.
+func pairKey(key, value string) string { return key + "=" + value }
 
 func podLabelIndexFunc(obj any) ([]string, error) {
 	pod, ok := obj.(*corev1.Pod)
@@ -23,24 +25,24 @@ func podLabelIndexFunc(obj any) ([]string, error) {
 	}
 	keys := make([]string, 0, len(pod.Labels))
 	for k, v := range pod.Labels {
-		keys = append(keys, labelKey(pod.Namespace, k, v))
+		keys = append(keys, pod.Namespace+"/"+pairKey(k, v))
 	}
 	return keys, nil
 }
 
-// equalityPairs returns the label pairs every object matching sel must
-// carry; empty when sel has no single-valued equality requirement.
-func equalityPairs(sel labels.Selector) [][2]string {
+// equalityPairs returns the label pairs (pairKey) every object matching
+// sel must carry; empty when sel has no single-valued equality requirement.
+func equalityPairs(sel labels.Selector) []string {
 	reqs, selectable := sel.Requirements()
 	if !selectable {
 		return nil
 	}
-	var out [][2]string
+	var out []string
 	for _, r := range reqs {
 		switch r.Operator() {
 		case selection.Equals, selection.DoubleEquals, selection.In:
 			if vals := r.Values(); vals.Len() == 1 {
-				out = append(out, [2]string{r.Key(), vals.UnsortedList()[0]})
+				out = append(out, pairKey(r.Key(), vals.UnsortedList()[0]))
 			}
 		}
 	}
@@ -59,7 +61,7 @@ func selectPods(indexer cache.Indexer, namespace string, sel labels.Selector) ([
 		}
 	}
 	for i, p := range pairs {
-		objs, err := indexer.ByIndex(podLabelIndex, labelKey(namespace, p[0], p[1]))
+		objs, err := indexer.ByIndex(podLabelIndex, namespace+"/"+p)
 		if err != nil {
 			return nil, err
 		}

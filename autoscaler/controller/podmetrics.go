@@ -52,7 +52,7 @@ func newNamespaceList(items []metricsapi.PodMetrics, at time.Time) *namespaceLis
 	l := &namespaceList{items: items, byLabel: map[string][]int{}, at: at}
 	for i := range items {
 		for k, v := range items[i].Labels {
-			key := k + "=" + v
+			key := pairKey(k, v)
 			l.byLabel[key] = append(l.byLabel[key], i)
 		}
 	}
@@ -64,7 +64,7 @@ func (l *namespaceList) selecting(sel labels.Selector) []metricsapi.PodMetrics {
 	var candidates []int
 	pairs := equalityPairs(sel)
 	for i, p := range pairs {
-		if idx := l.byLabel[p[0]+"="+p[1]]; i == 0 || len(idx) < len(candidates) {
+		if idx := l.byLabel[p]; i == 0 || len(idx) < len(candidates) {
 			candidates = idx
 		}
 	}

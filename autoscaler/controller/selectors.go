@@ -40,7 +40,7 @@ func indexPair(sel labels.Selector) (string, bool) {
 	if len(pairs) == 0 {
 		return "", false
 	}
-	return pairs[0][0] + "=" + pairs[0][1], true
+	return pairs[0], true
 }
 
 func (n *namespaceSelectors) put(key string, sel labels.Selector) {
@@ -156,7 +156,7 @@ func (t *selectorTracker) matching(namespace string, pods []*corev1.Pod, limit i
 			}
 		}
 		for k, v := range p.Labels {
-			for key := range ns.byPair[k+"="+v] {
+			for key := range ns.byPair[pairKey(k, v)] {
 				if test(key, set) {
 					return sortedKeys(found)
 				}
