@@ -112,13 +112,15 @@ func (l *podMetricsLister) list(ctx context.Context, namespace string, selector 
 // most podMetricsMaxAge old; concurrent callers share one request. The
 // items are shared: callers must not modify them.
 func (l *podMetricsLister) namespace(ctx context.Context, namespace string) (*namespaceList, error) {
-	l.mu.Lock()
-	cached, ok := l.lists[namespace]
-	l.mu.Unlock()
-	if ok && l.clock.Since(cached.at) < podMetricsMaxAge {
+	if cached := l.fresh(namespace); cached != nil {
 		return cached, nil
 	}
 	v, err, _ := l.group.Do(namespace, func() (any, error) {
+		// A caller that missed the cache just as another call stored its
+		// list starts a new call: it finds that list here.
+		if cached := l.fresh(namespace); cached != nil {
+			return cached, nil
+		}
 		at := l.clock.Now()
 		list, err := l.client.PodMetricses(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -141,4 +143,15 @@ func (l *podMetricsLister) namespace(ctx context.Context, namespace string) (*na
 		return nil, err
 	}
 	return v.(*namespaceList), nil
+}
+
+// fresh returns the namespace's list if it is younger than
+// podMetricsMaxAge, else nil.
+func (l *podMetricsLister) fresh(namespace string) *namespaceList {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cached, ok := l.lists[namespace]; ok && l.clock.Since(cached.at) < podMetricsMaxAge {
+		return cached
+	}
+	return nil
 }
