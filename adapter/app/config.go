@@ -17,6 +17,7 @@ import (
 	generatedcustommetrics "sigs.k8s.io/custom-metrics-apiserver/pkg/generated/openapi/custommetrics"
 	generatedexternalmetrics "sigs.k8s.io/custom-metrics-apiserver/pkg/generated/openapi/externalmetrics"
 
+	"github.com/tidal-autoscaler/tidal/adapter/internal/frontproxy"
 	"github.com/tidal-autoscaler/tidal/adapter/resourcemetrics"
 	"github.com/tidal-autoscaler/tidal/internal/kubeconfig"
 	"github.com/tidal-autoscaler/tidal/internal/version"
@@ -99,6 +100,8 @@ func (o *Options) Config() (*Config, error) {
 	if err := o.Authentication.ApplyTo(&serverConfig.Authentication, serverConfig.SecureServing, nil); err != nil {
 		return nil, fmt.Errorf("delegated authentication (see --authentication-kubeconfig): %w", err)
 	}
+	// The aggregator's certificate is verified once, not on every request.
+	serverConfig.Authentication.Authenticator = frontproxy.New(serverConfig.Authentication.RequestHeaderConfig, serverConfig.Authentication.Authenticator)
 	if err := o.Authorization.ApplyTo(&serverConfig.Authorization); err != nil {
 		return nil, fmt.Errorf("delegated authorization (see --authorization-kubeconfig): %w", err)
 	}

@@ -13,9 +13,11 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	openapicommon "k8s.io/kube-openapi/pkg/common"
+	"k8s.io/metrics/pkg/apis/metrics"
 	msapi "sigs.k8s.io/metrics-server/pkg/api"
 	msopenapi "sigs.k8s.io/metrics-server/pkg/api/generated/openapi"
 
+	"github.com/tidal-autoscaler/tidal/adapter/internal/encodecache"
 	"github.com/tidal-autoscaler/tidal/adapter/objects"
 )
 
@@ -46,7 +48,9 @@ func Install(ctx context.Context, server *genericapiserver.GenericAPIServer, p *
 	// Fill the caches now, so the first request does not wait for them.
 	go func() { _, _ = pods.lister() }()
 	go func() { _, _ = nodes.lister() }()
-	info := msapi.Build(&podStorage{metrics: p, pods: pods}, &nodeStorage{metrics: p, nodes: nodeLister{nodes}})
+	encodings := encodecache.New[metrics.PodMetricsList]()
+	info := msapi.Build(&podStorage{metrics: p, pods: pods, encodings: encodings}, &nodeStorage{metrics: p, nodes: nodeLister{nodes}})
+	info.NegotiatedSerializer = encodings.NegotiatedSerializer(info.NegotiatedSerializer)
 	return server.InstallAPIGroup(&info)
 }
 

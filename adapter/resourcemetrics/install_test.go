@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,9 +21,11 @@ import (
 	"k8s.io/apiserver/pkg/util/compatibility"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	msapi "sigs.k8s.io/metrics-server/pkg/api"
 
 	"github.com/tidal-autoscaler/tidal/adapter/internal/promtest"
+	"github.com/tidal-autoscaler/tidal/adapter/prom"
 	"github.com/tidal-autoscaler/tidal/adapter/resourcemetrics"
 	"github.com/tidal-autoscaler/tidal/adapter/ruleset"
 )
@@ -59,6 +64,12 @@ var defaultCaches = fakeCaches{objs: map[string][]runtime.Object{
 // (no authentication or authorization) and returns its URL.
 func serve(t *testing.T, p *resourcemetrics.Provider) string {
 	t.Helper()
+	return serveFrom(t, p, defaultCaches)
+}
+
+// serveFrom is serve with pods and nodes from caches.
+func serveFrom(t *testing.T, p *resourcemetrics.Provider, caches fakeCaches) string {
+	t.Helper()
 	cfg := genericapiserver.NewRecommendedConfig(msapi.Codecs)
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	cfg.ExternalAddress = "127.0.0.1:443"
@@ -71,7 +82,7 @@ func serve(t *testing.T, p *resourcemetrics.Provider) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := resourcemetrics.Install(ctx, server, p, defaultCaches); err != nil {
+	if err := resourcemetrics.Install(ctx, server, p, caches); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(server.Handler)
@@ -225,5 +236,68 @@ func TestServed(t *testing.T) {
 				t.Errorf("GET %s = %q, want %q", tt.path, g, tt.want)
 			}
 		})
+	}
+}
+
+// Concurrent requests for one shared list, in JSON and in protobuf, all
+// get the bytes of its one encoding per media type (run with -race: the
+// list is shared while apimachinery's encoder writes its TypeMeta).
+func TestServedShared(t *testing.T) {
+	srv := promtest.New(t)
+	srv.OnQuery(func(q string) promtest.Response {
+		if strings.Contains(q, "cpu") {
+			return promtest.Response{Vector: []promtest.Sample{c("ns", "a", "app", 0.25), c("ns", "b", "app", 0.5)}}
+		}
+		return promtest.Response{Vector: []promtest.Sample{c("ns", "a", "app", 1<<20), c("ns", "b", "app", 2<<20)}}
+	})
+	set := srv.Rules(t, strings.Replace(rulesTemplate, "WINDOW", "", 1), func(o *prom.Options) { o.CacheTTL = time.Minute })
+	now := time.Unix(1800000000, 0)
+	p := resourcemetrics.New(resourcemetrics.Options{Rules: func() *ruleset.Set { return set }, Now: func() time.Time { return now }})
+	a, b := pod("ns", "a"), pod("ns", "b")
+	a.ResourceVersion, b.ResourceVersion = "10", "11"
+	base := serveFrom(t, p, fakeCaches{objs: map[string][]runtime.Object{"pods": {a, b}, "nodes": nil}})
+
+	const protobuf = "application/vnd.kubernetes.protobuf"
+	bodies := map[string]map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			accept := []string{"application/json", protobuf}[i%2]
+			for range 10 {
+				req, _ := http.NewRequest(http.MethodGet, base+"/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods", nil)
+				req.Header.Set("Accept", accept)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != accept {
+					t.Errorf("%s: %s %s", accept, resp.Status, resp.Header.Get("Content-Type"))
+					return
+				}
+				mu.Lock()
+				if bodies[accept] == nil {
+					bodies[accept] = map[string]int{}
+				}
+				bodies[accept][string(body)]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for _, accept := range []string{"application/json", protobuf} {
+		if len(bodies[accept]) != 1 {
+			t.Fatalf("%s: %d different bodies, want one", accept, len(bodies[accept]))
+		}
+		for body := range bodies[accept] {
+			obj, _, err := msapi.Codecs.UniversalDeserializer().Decode([]byte(body), nil, nil)
+			l, ok := obj.(*metricsv1beta1.PodMetricsList)
+			if err != nil || !ok || len(l.Items) != 2 || l.Items[0].Name != "a" || l.Items[1].Containers[0].Usage.Cpu().MilliValue() != 500 {
+				t.Errorf("%s: %v %#v", accept, err, obj)
+			}
+		}
 	}
 }

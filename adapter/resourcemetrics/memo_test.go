@@ -124,3 +124,73 @@ func TestPodMetricsForChangingPods(t *testing.T) {
 		})
 	}
 }
+
+// Within a second, requests with the same pods and the same cached
+// Prometheus results get the same list (the server keeps its encoding);
+// anything served that changes makes a new one.
+func TestPodMetricsListShared(t *testing.T) {
+	type step struct {
+		title   string
+		advance time.Duration // of the clock, before the request
+		rv      string        // pod a's resourceVersion
+		label   string        // pod a's "v" label
+		same    bool          // the previous step's list
+	}
+	tests := []struct {
+		title    string
+		cacheTTL time.Duration
+		steps    []step
+	}{
+		{"cached results", time.Minute, []step{
+			{title: "first", rv: "1", label: "x"},
+			{title: "same second, same pods", rv: "1", label: "x", same: true},
+			{title: "later in the same second", advance: 400 * time.Millisecond, rv: "1", label: "x", same: true},
+			{title: "next second: a new creationTimestamp", advance: time.Second, rv: "1", label: "x"},
+			{title: "a pod's labels changed", rv: "2", label: "y"},
+			{title: "and stay", rv: "2", label: "y", same: true},
+			{title: "pods without resourceVersion are never shared", rv: "", label: "z"},
+			{title: "not even with themselves", rv: "", label: "z"},
+		}},
+		{"no Prometheus cache: every result is new", 0, []step{
+			{title: "first", rv: "1", label: "x"},
+			{title: "same second, same pods", rv: "1", label: "x"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.title, func(t *testing.T) {
+			srv := promtest.New(t)
+			srv.OnQuery(func(q string) promtest.Response {
+				if strings.Contains(q, "cpu") {
+					return promtest.Response{Vector: []promtest.Sample{c("ns", "a", "app", 0.25), c("ns", "b", "app", 0.5)}}
+				}
+				return promtest.Response{Vector: []promtest.Sample{c("ns", "a", "app", 1<<20), c("ns", "b", "app", 2<<20)}}
+			})
+			set := srv.Rules(t, strings.Replace(rulesTemplate, "WINDOW", "", 1), func(o *prom.Options) { o.CacheTTL = tt.cacheTTL })
+			now := time.Unix(1800000000, 0)
+			p := resourcemetrics.New(resourcemetrics.Options{Rules: func() *ruleset.Set { return set }, Now: func() time.Time { return now }})
+			var prev *metrics.PodMetricsList
+			for _, s := range tt.steps {
+				now = now.Add(s.advance)
+				a, b := pod("ns", "a"), pod("ns", "b")
+				a.ResourceVersion, a.Labels["v"] = s.rv, s.label
+				if s.rv != "" {
+					b.ResourceVersion = "7"
+				}
+				l, err := p.PodMetricsListFor("ns?app", a, b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if same := l == prev; same != s.same {
+					t.Errorf("%s: the previous list %v, want %v", s.title, same, s.same)
+				}
+				if len(l.Items) != 2 || l.Items[0].Labels["v"] != s.label {
+					t.Errorf("%s: %+v, want pod a labelled v=%s", s.title, l.Items, s.label)
+				}
+				if created := l.Items[0].CreationTimestamp.Time; !s.same && !created.Equal(now) {
+					t.Errorf("%s: created %s, want %s", s.title, created, now)
+				}
+				prev = l
+			}
+		})
+	}
+}

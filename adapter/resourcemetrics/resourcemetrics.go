@@ -100,6 +100,7 @@ type Provider struct {
 	// podQueries and podUsage remember pods requests (see GetPodMetrics).
 	podQueries *memo.Table[podQueryKey, string, podQueryRendered]
 	podUsage   *memo.Table[podsKey, podsVersion, map[podKey]*podUsage]
+	podLists   *memo.Table[podsKey, podListVersion, builtPodList]
 }
 
 // memoSize bounds the remembered queries and usages (see memo.Table): an
@@ -123,6 +124,7 @@ func New(o Options) *Provider {
 		o:          o,
 		podQueries: memo.New[podQueryKey, string, podQueryRendered](memoSize),
 		podUsage:   memo.New[podsKey, podsVersion, map[podKey]*podUsage](memoSize),
+		podLists:   memo.New[podsKey, podListVersion, builtPodList](memoSize),
 	}
 }
 
@@ -166,6 +168,19 @@ func (p *Provider) GetPodMetrics(pods ...*metav1.PartialObjectMetadata) ([]metri
 // the entries are per request, not per pod set, so pods coming and going
 // replace them instead of adding more.
 func (p *Provider) PodMetricsFor(request string, pods ...*metav1.PartialObjectMetadata) ([]metrics.PodMetrics, error) {
+	l, err := p.PodMetricsListFor(request, pods...)
+	if err != nil || l == nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// PodMetricsListFor is PodMetricsFor as a list. Within a second (the
+// precision of the creationTimestamp it stamps), requests with the same
+// pods (by resourceVersion: their labels are served), rules and Prometheus
+// results get the same list, which nobody may modify: the server keeps its
+// encoding (see encodecache).
+func (p *Provider) PodMetricsListFor(request string, pods ...*metav1.PartialObjectMetadata) (*metrics.PodMetricsList, error) {
 	if len(pods) == 0 {
 		return nil, nil
 	}
@@ -203,18 +218,78 @@ func (p *Provider) PodMetricsFor(request string, pods ...*metav1.PartialObjectMe
 		return podUsages(namespace, results)
 	})
 
-	now := metav1.NewTime(p.o.Now())
+	now := p.o.Now()
+	build := func() builtPodList { return buildPodList(pods, found, window, metav1.NewTime(now)) }
+	var built builtPodList
+	if objs, ok := podObjects(pods); ok {
+		key := podsKey{rules: rr, namespace: namespace, request: request}
+		built, _ = p.podLists.Get(key, podListVersion{usage: ver, pods: objs, now: now.Unix()}, build)
+	} else {
+		built = build()
+	}
+	// Counted per request, as when every request built its list.
+	for i, n := range built.missing {
+		if n > 0 {
+			p.o.Metrics.ResourceMissing.WithLabelValues("pod", missingLabels[i]).Add(float64(n))
+		}
+	}
+	return built.list, nil
+}
+
+// podObjects names pods in order as namespace/name@resourceVersion, so
+// that a change of their labels (served) makes another name; ok is false
+// when a pod has no resourceVersion to tell.
+func podObjects(pods []*metav1.PartialObjectMetadata) (string, bool) {
+	var b strings.Builder
+	for _, pod := range pods {
+		if pod.ResourceVersion == "" {
+			return "", false
+		}
+		b.WriteString(pod.Namespace)
+		b.WriteByte('/')
+		b.WriteString(pod.Name)
+		b.WriteByte('@')
+		b.WriteString(pod.ResourceVersion)
+		b.WriteByte(',')
+	}
+	return b.String(), true
+}
+
+// podListVersion is what a pods request's list depends on beyond its key.
+type podListVersion struct {
+	usage podsVersion
+	// pods are the pods (see podObjects).
+	pods string
+	now  int64
+}
+
+// builtPodList is a list and how many of its pods lacked a usage (see
+// missingLabels).
+type builtPodList struct {
+	list    *metrics.PodMetricsList
+	missing [3]int
+}
+
+// missingLabels are the resource label values of ResourceMissing, in
+// builtPodList.missing's order.
+var missingLabels = [3]string{"all", string(corev1.ResourceCPU), string(corev1.ResourceMemory)}
+
+// buildPodList makes the PodMetrics of pods from the usage found, in the
+// pods' order, skipping pods without any.
+func buildPodList(pods []*metav1.PartialObjectMetadata, found map[podKey]*podUsage, window time.Duration, now metav1.Time) builtPodList {
+	var b builtPodList
 	out := make([]metrics.PodMetrics, 0, len(pods))
 	for _, pod := range pods {
 		u := found[podKey{pod.Namespace, pod.Name}]
 		if u == nil {
-			p.o.Metrics.ResourceMissing.WithLabelValues("pod", "all").Inc()
+			b.missing[0]++
 			continue
 		}
-		for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			if !u.has[res] {
-				p.o.Metrics.ResourceMissing.WithLabelValues("pod", string(res)).Inc()
-			}
+		if !u.has[corev1.ResourceCPU] {
+			b.missing[1]++
+		}
+		if !u.has[corev1.ResourceMemory] {
+			b.missing[2]++
 		}
 		out = append(out, metrics.PodMetrics{
 			ObjectMeta: metav1.ObjectMeta{
@@ -228,7 +303,8 @@ func (p *Provider) PodMetricsFor(request string, pods ...*metav1.PartialObjectMe
 			Containers: u.containers,
 		})
 	}
-	return out, nil
+	b.list = &metrics.PodMetricsList{Items: out}
+	return b
 }
 
 // podsKey and podsVersion are what the usage of a pods request depends

@@ -26,6 +26,7 @@ import (
 	"k8s.io/metrics/pkg/apis/metrics"
 	msapi "sigs.k8s.io/metrics-server/pkg/api"
 
+	"github.com/tidal-autoscaler/tidal/adapter/internal/encodecache"
 	"github.com/tidal-autoscaler/tidal/adapter/prom"
 )
 
@@ -39,6 +40,9 @@ import (
 type podStorage struct {
 	metrics msapi.PodMetricsGetter
 	pods    cache.GenericLister
+	// encodings, when set, keeps the encodings of the lists the Provider
+	// shares between requests.
+	encodings *encodecache.Cache[metrics.PodMetricsList]
 }
 
 // podMetricsForRequest is implemented by Provider: GetPodMetrics told
@@ -46,6 +50,7 @@ type podStorage struct {
 // request (see Provider.PodMetricsFor).
 type podMetricsForRequest interface {
 	PodMetricsFor(request string, pods ...*metav1.PartialObjectMetadata) ([]metrics.PodMetrics, error)
+	PodMetricsListFor(request string, pods ...*metav1.PartialObjectMetadata) (*metrics.PodMetricsList, error)
 }
 
 type nodeStorage struct {
@@ -117,11 +122,48 @@ func (s *podStorage) List(ctx context.Context, options *metainternalversion.List
 	if fieldSel != nil {
 		request += "&" + fieldSel.String()
 	}
-	ms, err := s.get(request, pods...)
+	l, err := s.list(request, pods)
 	if err != nil {
 		return &metrics.PodMetricsList{}, getterError("failed reading pods metrics", err)
 	}
-	return &metrics.PodMetricsList{Items: ms}, nil
+	return l, nil
+}
+
+// list is get for a list: the Provider's list, shared by the requests
+// with the same inputs, is served as it is, and its encoding kept.
+func (s *podStorage) list(request string, pods []*metav1.PartialObjectMetadata) (*metrics.PodMetricsList, error) {
+	g, ok := s.metrics.(podMetricsForRequest)
+	if !ok {
+		ms, err := s.get(request, pods...)
+		return &metrics.PodMetricsList{Items: ms}, err
+	}
+	sortPods(pods)
+	l, err := g.PodMetricsListFor(request, pods...)
+	if err != nil {
+		return nil, err
+	}
+	if l == nil {
+		return &metrics.PodMetricsList{}, nil
+	}
+	if !slices.IsSortedFunc(l.Items, byName) { // the pods were sorted: not expected
+		items := slices.Clone(l.Items) // shared: not sorted in place
+		slices.SortFunc(items, byName)
+		return &metrics.PodMetricsList{Items: items}, nil
+	}
+	if s.encodings != nil {
+		s.encodings.Remember(l)
+	}
+	return l, nil
+}
+
+func sortPods(pods []*metav1.PartialObjectMetadata) {
+	slices.SortFunc(pods, func(a, b *metav1.PartialObjectMetadata) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+}
+
+func byName(a, b metrics.PodMetrics) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
 // Get implements rest.Getter.
@@ -153,9 +195,7 @@ func (s *podStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions)
 // the getter keeps their order, and swapping pointers is cheaper than
 // swapping PodMetrics.
 func (s *podStorage) get(request string, pods ...*metav1.PartialObjectMetadata) ([]metrics.PodMetrics, error) {
-	slices.SortFunc(pods, func(a, b *metav1.PartialObjectMetadata) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
+	sortPods(pods)
 	var ms []metrics.PodMetrics
 	var err error
 	if g, ok := s.metrics.(podMetricsForRequest); ok {
@@ -166,10 +206,8 @@ func (s *podStorage) get(request string, pods ...*metav1.PartialObjectMetadata) 
 	if err != nil {
 		return nil, err
 	}
-	byName := func(a, b metrics.PodMetrics) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	}
 	if !slices.IsSortedFunc(ms, byName) {
+		ms = slices.Clone(ms) // may be shared: not sorted in place
 		slices.SortFunc(ms, byName)
 	}
 	return ms, nil

@@ -11,6 +11,12 @@
 //     memory series, and the adapter e2e tests' resourceRules; 32 clients
 //     as the HPA's identity GET metrics.k8s.io PodMetrics of the pods by
 //     label selector. Same figures.
+//   - Both ask for protobuf, as kube-controller-manager's HPA clients do
+//     (TIDAL_BENCH_ACCEPT=json: JSON), and check that they got it. Each
+//     runs by two routes: through the aggregator, and directly to the
+//     adapter's port with the same client certificate, which leaves
+//     kube-apiserver's proxying out. Both also log the CPU per request of
+//     every other process on the machine.
 //   - BenchmarkDiscoveryMemory: Prometheus loaded with NAMES x LABELSETS
 //     series; reports the adapter's RSS growth from idle to after
 //     discovery (rss-delta-MiB, from /proc/PID/status VmRSS; peak-delta-MiB
@@ -26,7 +32,10 @@
 // Knobs (environment): TIDAL_BENCH_PODS (100), TIDAL_BENCH_CLIENTS (32),
 // TIDAL_BENCH_REQUESTS (5000, per server), TIDAL_BENCH_DURATION (30s, per
 // server), TIDAL_BENCH_NAMES (1000), TIDAL_BENCH_LABELSETS (100),
-// TIDAL_BENCH_PEER (a prometheus-adapter binary, or "build" to build it
+// TIDAL_BENCH_ACCEPT (protobuf; json), TIDAL_BENCH_ROUTES
+// (aggregator,direct), TIDAL_BENCH_BASELINE (another
+// tidal binary, run as "baseline" right after this tree's: before/after
+// ratios from one run), TIDAL_BENCH_PEER (a prometheus-adapter binary, or "build" to build it
 // from test/bench/peer; unset: tidal only), TIDAL_BENCH_PPROF (a directory:
 // a CPU profile of tidal during each load, TIDAL_BENCH_PPROF_SECONDS long,
 // default 5).

@@ -2,18 +2,25 @@ package adapter
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/rest"
+	cmv1beta2 "k8s.io/metrics/pkg/apis/custom_metrics/v1beta2"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/tidal-autoscaler/tidal/test/exporter"
 	"github.com/tidal-autoscaler/tidal/test/harness"
@@ -74,7 +81,7 @@ func startServer(ctx context.Context, b *testing.B, h *harness.Harness, kind, bi
 	if err := os.WriteFile(ruleFile, []byte(rules), 0o600); err != nil {
 		return nil, err
 	}
-	if kind == "tidal" {
+	if kind == "tidal" || kind == "baseline" {
 		a, err := h.StartAdapter(ctx, harness.AdapterOptions{Binary: bin, RuleFile: ruleFile, Args: args, APIServices: apis})
 		if err != nil {
 			return nil, err
@@ -139,15 +146,6 @@ func startPeer(ctx context.Context, b *testing.B, h *harness.Harness, bin, ruleF
 	return s, nil
 }
 
-// metricList is the part of a MetricValueList the benchmark checks (of a
-// PodMetricsList, only the item count).
-type metricList struct {
-	Items []struct {
-		DescribedObject struct{ Name string } `json:"describedObject"`
-		Value           string                `json:"value"`
-	} `json:"items"`
-}
-
 // BenchmarkPodsCustomMetric measures pods/* custom-metric requests through
 // the aggregator as the HPA makes them.
 func BenchmarkPodsCustomMetric(b *testing.B) {
@@ -187,6 +185,9 @@ func runScenario(b *testing.B, sc scenario) {
 		}
 	}
 	servers := []struct{ name, bin string }{{"tidal", bin}}
+	if base := os.Getenv("TIDAL_BENCH_BASELINE"); base != "" {
+		servers = append(servers, struct{ name, bin string }{"baseline", base})
+	}
 	if peer != "" {
 		servers = append(servers, struct{ name, bin string }{"prometheus-adapter", peer})
 	} else {
@@ -199,71 +200,158 @@ func runScenario(b *testing.B, sc scenario) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			hpa, err := h.RestConfigFor(harness.HPAServiceAccount)
-			if err != nil {
-				b.Fatal(err)
+			for _, route := range routes() {
+				b.Run(route, func(b *testing.B) {
+					b.StopTimer()
+					runLoad(ctx, b, h, s.name, srv, route, sc.path)
+				})
 			}
-			clients := envInt("TIDAL_BENCH_CLIENTS", 32)
-			hpa.QPS, hpa.Burst = -1, 0 // the load is the point: no client-side limit
-			tr, err := rest.TransportFor(hpa)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if t, ok := tr.(*http.Transport); ok {
-				t.MaxIdleConnsPerHost = clients
-			}
-			client := &http.Client{Transport: tr, Timeout: 60 * time.Second}
-			url := h.APIServerURL + sc.path
-
-			// Correctness first: every pod has a value before the load.
-			if err := harness.WaitReady(ctx, nil, s.name+" serving "+sc.path, 3*time.Minute, func(ctx context.Context) error {
-				n, err := fetch(ctx, client, url)
-				if err != nil {
-					return err
-				}
-				if n != podsWorkload.pods {
-					return fmt.Errorf("%d items, want %d", n, podsWorkload.pods)
-				}
-				return nil
-			}); err != nil {
-				b.Fatal(err)
-			}
-
-			var prof *profiler
-			if s.name == "tidal" {
-				prof = startProfile(ctx, b, h, srv.url, b.Name())
-			}
-			res, err := load(ctx, client, url, srv.pid, clients,
-				envInt("TIDAL_BENCH_REQUESTS", 5000), envDuration("TIDAL_BENCH_DURATION", 30*time.Second), b)
-			prof.wait(b)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(res.rps, "rps")
-			b.ReportMetric(ms(res.p50), "p50-ms")
-			b.ReportMetric(ms(res.p99), "p99-ms")
-			b.ReportMetric(res.cpuPerReq*1000, "cpu-ms/req")
-			b.ReportMetric(float64(res.errors), "errors")
-			b.ReportMetric(0, "ns/op")
-			b.Logf("%s: %d requests (%d errors) by %d clients in %s: %.1f req/s, p50 %s, p99 %s, adapter CPU %.2f ms/request; first error: %v",
-				s.name, res.requests, res.errors, clients, res.elapsed.Round(time.Millisecond), res.rps, res.p50, res.p99, res.cpuPerReq*1000, res.firstErr)
 		})
 	}
 }
 
+// routes are the ways the load reaches the adapter (TIDAL_BENCH_ROUTES,
+// comma-separated): "aggregator", through kube-apiserver as the HPA's
+// requests go; "direct", to the adapter's port, so that kube-apiserver's
+// proxying (about as much CPU per request as the adapter's own on this
+// machine) is not in the figure.
+func routes() []string {
+	if v := os.Getenv("TIDAL_BENCH_ROUTES"); v != "" {
+		return strings.Split(v, ",")
+	}
+	return []string{"aggregator", "direct"}
+}
+
+// runLoad loads one server by one route as the HPA's identity (its client
+// certificate, which the adapter also trusts) and reports the figures.
+func runLoad(ctx context.Context, b *testing.B, h *harness.Harness, name string, srv *server, route, path string) {
+	hpa, err := h.RestConfigFor(harness.HPAServiceAccount)
+	if err != nil {
+		b.Fatal(err)
+	}
+	base := h.APIServerURL
+	switch route {
+	case "aggregator":
+	case "direct":
+		base = srv.url
+		hpa.Host = srv.url
+		hpa.TLSClientConfig.CAData, hpa.TLSClientConfig.CAFile = h.CA.CertPEM, ""
+		hpa.TLSClientConfig.ServerName = "localhost"
+	default:
+		b.Fatalf("TIDAL_BENCH_ROUTES: unknown route %q (aggregator, direct)", route)
+	}
+	clients := envInt("TIDAL_BENCH_CLIENTS", 32)
+	hpa.QPS, hpa.Burst = -1, 0 // the load is the point: no client-side limit
+	tr, err := rest.TransportFor(hpa)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if t, ok := tr.(*http.Transport); ok {
+		t.MaxIdleConnsPerHost = clients
+	}
+	client := &http.Client{Transport: tr, Timeout: 60 * time.Second}
+	url := base + path
+
+	// Correctness first: every pod has a value before the load.
+	if err := harness.WaitReady(ctx, nil, name+" serving "+path, 3*time.Minute, func(ctx context.Context) error {
+		n, err := fetch(ctx, client, url)
+		if err != nil {
+			return err
+		}
+		if n != podsWorkload.pods {
+			return fmt.Errorf("%d items, want %d", n, podsWorkload.pods)
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+
+	var prof *profiler
+	if name != "prometheus-adapter" {
+		prof = startProfile(ctx, b, h, srv.url, b.Name())
+	}
+	others := h.PIDs()
+	others["load generator (this process)"] = os.Getpid()
+	res, err := load(ctx, client, url, srv.pid, others, clients,
+		envInt("TIDAL_BENCH_REQUESTS", 5000), envDuration("TIDAL_BENCH_DURATION", 30*time.Second), b)
+	prof.wait(b)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(res.rps, "rps")
+	b.ReportMetric(ms(res.p50), "p50-ms")
+	b.ReportMetric(ms(res.p99), "p99-ms")
+	b.ReportMetric(res.cpuPerReq*1000, "cpu-ms/req")
+	b.ReportMetric(float64(res.errors), "errors")
+	b.ReportMetric(0, "ns/op")
+	var parts []string
+	for proc, v := range res.othersPerReq {
+		if v >= 0.00001 {
+			parts = append(parts, fmt.Sprintf("%s %.2f", proc, v*1000))
+		}
+	}
+	sort.Strings(parts)
+	b.Logf("%s via %s (Accept %s): %d requests (%d errors) by %d clients in %s: %.1f req/s, p50 %s, p99 %s, adapter CPU %.2f ms/request; first error: %v",
+		name, route, accept(), res.requests, res.errors, clients, res.elapsed.Round(time.Millisecond), res.rps, res.p50, res.p99, res.cpuPerReq*1000, res.firstErr)
+	b.Logf("%s via %s: CPU ms/request of the other processes: %s", name, route, strings.Join(parts, ", "))
+}
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// fetch GETs a MetricValueList and returns its item count.
+// accept is what the load asks for: kube-controller-manager's clients,
+// the HPA's metrics clients among them, send protobuf
+// (--kube-api-content-type's default) and accept anything else after it;
+// TIDAL_BENCH_ACCEPT=json asks for JSON, as kubectl does.
+func accept() string {
+	if os.Getenv("TIDAL_BENCH_ACCEPT") == "json" {
+		return "application/json"
+	}
+	return "application/vnd.kubernetes.protobuf, */*"
+}
+
+// metricsCodecs decode the lists the benchmark reads, from JSON or
+// protobuf.
+var metricsCodecs = func() serializer.CodecFactory {
+	s := runtime.NewScheme()
+	utilruntime.Must(cmv1beta2.AddToScheme(s))
+	utilruntime.Must(metricsv1beta1.AddToScheme(s))
+	return serializer.NewCodecFactory(s)
+}()
+
+// fetch GETs a MetricValueList or PodMetricsList as the HPA does and
+// returns its item count.
 func fetch(ctx context.Context, c *http.Client, url string) (int, error) {
-	body, err := get(ctx, c, url)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, err
 	}
-	var l metricList
-	if err := json.Unmarshal(body, &l); err != nil {
+	req.Header.Set("Accept", accept())
+	resp, err := c.Do(req)
+	if err != nil {
 		return 0, err
 	}
-	return len(l.Items), nil
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s: %.300s", url, resp.Status, body)
+	}
+	if want := strings.TrimSuffix(accept(), ", */*"); resp.Header.Get("Content-Type") != want {
+		return 0, fmt.Errorf("GET %s: Content-Type %q, want %q", url, resp.Header.Get("Content-Type"), want)
+	}
+	obj, _, err := metricsCodecs.UniversalDeserializer().Decode(body, nil, nil)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: %w", url, err)
+	}
+	switch l := obj.(type) {
+	case *cmv1beta2.MetricValueList:
+		return len(l.Items), nil
+	case *metricsv1beta1.PodMetricsList:
+		return len(l.Items), nil
+	}
+	return 0, fmt.Errorf("GET %s: a %T, want a metric list", url, obj)
 }
 
 type loadResult struct {
@@ -273,16 +361,25 @@ type loadResult struct {
 	rps              float64
 	p50, p99         time.Duration
 	cpuPerReq        float64
+	// othersPerReq is the CPU seconds per request of the other processes
+	// on the machine (kube-apiserver, Prometheus, the load generator...).
+	othersPerReq map[string]float64
 }
 
 // load runs clients concurrent loops until maxRequests were sent or
 // maxTime passed, and measures the server process's CPU meanwhile. The
 // benchmark timer runs only during the load.
-func load(ctx context.Context, c *http.Client, url string, pid, clients, maxRequests int, maxTime time.Duration, b *testing.B) (loadResult, error) {
+func load(ctx context.Context, c *http.Client, url string, pid int, others map[string]int, clients, maxRequests int, maxTime time.Duration, b *testing.B) (loadResult, error) {
 	var res loadResult
 	cpu0, err := harness.CPUSeconds(pid)
 	if err != nil {
 		return res, err
+	}
+	othersCPU0 := map[string]float64{}
+	for name, p := range others {
+		if v, err := harness.CPUSeconds(p); err == nil {
+			othersCPU0[name] = v
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, maxTime)
 	defer cancel()
@@ -334,5 +431,11 @@ func load(ctx context.Context, c *http.Client, url string, pid, clients, maxRequ
 	res.p50, res.p99 = percentile(all, 50), percentile(all, 99)
 	res.rps = float64(res.requests) / res.elapsed.Seconds()
 	res.cpuPerReq = (cpu1 - cpu0) / float64(res.requests)
+	res.othersPerReq = map[string]float64{}
+	for name, v0 := range othersCPU0 {
+		if v1, err := harness.CPUSeconds(others[name]); err == nil {
+			res.othersPerReq[name] = (v1 - v0) / float64(res.requests)
+		}
+	}
 	return res, nil
 }

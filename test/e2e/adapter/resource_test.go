@@ -6,6 +6,7 @@ import (
 	"math"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,15 +143,25 @@ func waitSteadyCPU(t *testing.T) {
 	}
 }
 
+// TestResourceMetricsPods reads PodMetrics as the HPA does, in JSON and
+// in protobuf (what kube-controller-manager's clients ask for).
 func TestResourceMetricsPods(t *testing.T) {
 	need(t)
-	cfg, err := env.h.RestConfigFor(harness.HPAServiceAccount)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mc := metricsclient.NewForConfigOrDie(cfg).MetricsV1beta1()
-	ctx := context.Background()
 	waitSteadyCPU(t)
+	for _, ct := range []string{"application/json", protobuf} {
+		t.Run(ct, func(t *testing.T) {
+			cfg, seen := asControllerManager(t, ct, "/podmetrics")
+			testResourceMetricsPods(t, metricsclient.NewForConfigOrDie(cfg))
+			if types := seen.all(); !slices.Equal(types, []string{ct}) {
+				t.Errorf("PodMetrics answers were %v, want %s", types, ct)
+			}
+		})
+	}
+}
+
+func testResourceMetricsPods(t *testing.T, hpa metricsclient.Interface) {
+	mc := hpa.MetricsV1beta1()
+	ctx := context.Background()
 
 	// The HPA's own call: list the pods of a namespace by label selector.
 	list, err := mc.PodMetricses(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
