@@ -40,8 +40,8 @@ func wireHA(i int) *v1alpha1.HorizontalAutoscaler {
 			Name: fmt.Sprintf("web-%d", i), Namespace: "bench", UID: "6b0a3c1e-6c2e-4c8e-9d4e-0f3a2b1c4d5e",
 			ResourceVersion: fmt.Sprint(100000 + i), Generation: 1, CreationTimestamp: t,
 			ManagedFields: []metav1.ManagedFieldsEntry{
-				{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "autoscaling.tidal.dev/v1alpha1", Time: &t, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(spec)}},
-				{Manager: fieldManager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "autoscaling.tidal.dev/v1alpha1", Time: &t, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(status)}, Subresource: "status"},
+				{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "autoscaling.tidal.dev/v1alpha1", Time: &t, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(spec)},
+				{Manager: fieldManager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "autoscaling.tidal.dev/v1alpha1", Time: &t, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(status), Subresource: "status"},
 			},
 		},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
