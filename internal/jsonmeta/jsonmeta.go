@@ -173,3 +173,62 @@ func skipString(data []byte, i int) int {
 	}
 	return -1
 }
+
+// Event reads a watch event, {"type": ..., "object": ...}, as
+// sigs.k8s.io/json decodes it into a metav1.WatchEvent: the type, and the
+// object's bytes as they are in data (nil for null). Keys match exactly,
+// others are ignored, and the last of a repeated key wins. ok is false
+// where it cannot be sure to agree (escapes or non-ASCII in a key or the
+// type, a type that is not a string). data must be valid JSON, as a
+// watch stream's frames are (the framer reads them with encoding/json).
+func Event(data []byte) (typ string, object []byte, ok bool) {
+	i := space(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return "", nil, false
+	}
+	i = space(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return "", nil, true
+	}
+	for {
+		key, next, plain := str(data, i)
+		if !plain {
+			return "", nil, false
+		}
+		i = space(data, next)
+		if i >= len(data) || data[i] != ':' {
+			return "", nil, false
+		}
+		i = space(data, i+1)
+		start := i
+		if i = skip(data, i); i < 0 {
+			return "", nil, false
+		}
+		switch key {
+		case "type":
+			v, _, plain := str(data, start)
+			if !plain {
+				return "", nil, false
+			}
+			typ = v
+		case "object":
+			if v := data[start:i]; string(v) == "null" {
+				object = nil
+			} else {
+				object = v
+			}
+		}
+		i = space(data, i)
+		if i >= len(data) {
+			return "", nil, false
+		}
+		switch data[i] {
+		case ',':
+			i = space(data, i+1)
+		case '}':
+			return typ, object, true
+		default:
+			return "", nil, false
+		}
+	}
+}

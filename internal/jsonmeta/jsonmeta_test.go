@@ -1,11 +1,14 @@
 package jsonmeta
 
 import (
+	"bytes"
 	encjson "encoding/json"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // same checks that MetaFactory and json.DefaultMetaFactory agree on doc.
@@ -84,5 +87,81 @@ func FuzzInterpret(f *testing.F) {
 			return
 		}
 		same(t, doc)
+	})
+}
+
+// decodeEvent is the decoding Event replaces.
+func decodeEvent(data []byte) (metav1.WatchEvent, error) {
+	var ev metav1.WatchEvent
+	err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &ev)
+	return ev, err
+}
+
+// sameEvent checks that, where Event answers, it agrees with decodeEvent.
+func sameEvent(t *testing.T, doc []byte) (ok bool) {
+	t.Helper()
+	typ, obj, ok := Event(doc)
+	want, err := decodeEvent(doc)
+	if !ok {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("%q: Event answered, sigs.k8s.io/json fails: %v", doc, err)
+	}
+	if typ != want.Type || !bytes.Equal(obj, want.Object.Raw) || (obj == nil) != (want.Object.Raw == nil) {
+		t.Fatalf("%q: type %q object %q; sigs.k8s.io/json: %q %q", doc, typ, obj, want.Type, want.Object.Raw)
+	}
+	return true
+}
+
+func TestEvent(t *testing.T) {
+	tests := []struct {
+		name     string
+		doc      string
+		typ, obj string
+		fast     bool
+	}{
+		{"as the apiserver writes it", `{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}}` + "\n", "MODIFIED", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}`, true},
+		{"object first, spaces kept inside", `{ "object" : [1, "}"] , "type":"ADDED" }`, "ADDED", `[1, "}"]`, true},
+		{"null object", `{"type":"DELETED","object":null}`, "DELETED", ``, true},
+		{"other keys ignored, case matters", `{"Type":"X","type":"BOOKMARK","Object":{},"extra":{"object":1}}`, "BOOKMARK", ``, true},
+		{"the last repeated key wins", `{"type":"A","type":"B","object":1,"object":2}`, "B", `2`, true},
+		{"empty", `{}`, "", ``, true},
+		{"an escaped type", `{"type":"\u0041","object":{}}`, "A", `{}`, false},
+		{"a type that is not a string", `{"type":5,"object":{}}`, "", ``, false},
+		{"an escaped key", `{"\u0074ype":"A"}`, "A", ``, false},
+		{"not an object", `[{"type":"A"}]`, "", ``, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if fast := sameEvent(t, []byte(tc.doc)); fast != tc.fast {
+				t.Fatalf("answered %v, want %v", fast, tc.fast)
+			}
+			if !tc.fast {
+				return
+			}
+			typ, obj, _ := Event([]byte(tc.doc))
+			if typ != tc.typ || string(obj) != tc.obj {
+				t.Errorf("got %q %q, want %q %q", typ, obj, tc.typ, tc.obj)
+			}
+		})
+	}
+}
+
+// FuzzEvent: on every valid JSON document, where Event answers it agrees
+// with sigs.k8s.io/json.
+func FuzzEvent(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"MODIFIED","object":{"kind":"K","metadata":{"name":"x"}}}`,
+		`{"object":null,"type":"ERROR"}`,
+		`{"type":"A","object":"\"}","x":[]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		if !encjson.Valid(doc) {
+			return
+		}
+		sameEvent(t, doc)
 	})
 }
