@@ -33,17 +33,20 @@ func (c *Config) Run(ctx context.Context) error {
 		return fmt.Errorf("--config %s: %w", c.Rules.File, err)
 	}
 
-	var custom cmprovider.CustomMetricsProvider
 	var external cmprovider.ExternalMetricsProvider
-	if c.APIs.CustomMetrics {
-		custom = parts.provider
-	}
 	if c.APIs.ExternalMetrics {
 		external = parts.provider
 	}
-	server, err := c.Apiserver.Complete(c.Informers).New(serverName, custom, external)
+	// custom.metrics.k8s.io is installed here, not by
+	// custom-metrics-apiserver, to keep the encodings of shared lists.
+	server, err := c.Apiserver.Complete(c.Informers).New(serverName, nil, external)
 	if err != nil {
 		return fmt.Errorf("building the API server: %w", err)
+	}
+	if c.APIs.CustomMetrics {
+		if err := installCustomMetrics(server.GenericAPIServer, parts.provider, parts.encodings); err != nil {
+			return fmt.Errorf("installing custom.metrics.k8s.io: %w", err)
+		}
 	}
 	if err := server.GenericAPIServer.AddReadyzChecks(discovery.HealthChecker{D: parts.discoverer}); err != nil {
 		return fmt.Errorf("adding the discovery readiness check: %w", err)

@@ -11,8 +11,10 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/metrics/pkg/apis/custom_metrics"
 
 	"github.com/tidal-autoscaler/tidal/adapter/discovery"
+	"github.com/tidal-autoscaler/tidal/adapter/internal/encodecache"
 	"github.com/tidal-autoscaler/tidal/adapter/monitor"
 	"github.com/tidal-autoscaler/tidal/adapter/objects"
 	"github.com/tidal-autoscaler/tidal/adapter/prom"
@@ -28,6 +30,8 @@ type parts struct {
 	discoverer *discovery.Discoverer
 	provider   *provider.Provider
 	objects    objects.Lister
+	// encodings keeps the encodings of the lists provider shares.
+	encodings *encodecache.Cache[custom_metrics.MetricValueList]
 }
 
 // build wires the components. Nothing contacts the cluster or Prometheus
@@ -78,11 +82,13 @@ func (c *Config) build(ctx context.Context, m *monitor.Metrics) (*parts, error) 
 		Metrics:   m,
 	})
 	p.objects = objects.NewInformerLister(ctx, meta)
+	p.encodings = encodecache.New[custom_metrics.MetricValueList]()
 	p.provider = provider.New(provider.Options{
 		Discovery: d,
 		Mapper:    mapper,
 		Objects:   p.objects,
 		Metrics:   m,
+		Shared:    p.encodings.Remember,
 	})
 	return p, nil
 }

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -64,6 +65,13 @@ type Options struct {
 	// Objects says which objects exist.
 	Objects objects.Lister
 	Metrics *monitor.Metrics
+	// Now is the clock of the resolved-resource cache; nil means time.Now.
+	Now func() time.Time
+	// Shared, when set, is told of each list GetMetricBySelector returns:
+	// the same list goes to every request with the same objects and
+	// Prometheus result, and nobody may modify it (the server keeps its
+	// encoding, see encodecache).
+	Shared func(*custom_metrics.MetricValueList)
 }
 
 // Provider serves custom and external metrics.
@@ -73,6 +81,7 @@ type Provider struct {
 	// queries and items remember objects requests (see objectMetrics).
 	queries *memo.Table[objectsKey, string, rendered]
 	items   *memo.Table[objectsKey, objectsResult, converted]
+	targets targets
 }
 
 var (
@@ -84,6 +93,9 @@ var (
 func New(o Options) *Provider {
 	if o.Metrics == nil {
 		o.Metrics = monitor.New()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	return &Provider{
 		o:       o,
@@ -120,10 +132,58 @@ type target struct {
 	clustered bool
 }
 
+// targets remembers what resolve found, per discovery snapshot, for
+// targetTTL: the mapper's lookups scan every API resource the cluster
+// serves, and were 9% of the CPU of a pods/* request. The TTL bounds how
+// long a change of the cluster's APIs (a custom resource's new preferred
+// version) takes to be seen, as the mapper's own discovery cache does.
+type targets struct {
+	mu   sync.Mutex
+	snap *discovery.Snapshot
+	m    map[targetKey]targetEntry
+}
+
+type targetKey struct {
+	gr     schema.GroupResource
+	metric string
+}
+
+type targetEntry struct {
+	t     target
+	until time.Time
+}
+
+const targetTTL = 10 * time.Second
+
 // resolve finds the rule serving info and the resource's version, kind
 // and scope.
 func (p *Provider) resolve(info cmprovider.CustomMetricInfo) (target, error) {
 	snap := p.o.Discovery.Snapshot()
+	now := p.o.Now()
+	key := targetKey{info.GroupResource, info.Metric}
+	p.targets.mu.Lock()
+	if p.targets.snap != snap {
+		p.targets.snap, p.targets.m = snap, map[targetKey]targetEntry{}
+	}
+	e, ok := p.targets.m[key]
+	p.targets.mu.Unlock()
+	if ok && now.Before(e.until) {
+		return e.t, nil
+	}
+	t, err := p.lookup(snap, info)
+	if err != nil {
+		return t, err
+	}
+	p.targets.mu.Lock()
+	if p.targets.snap == snap {
+		p.targets.m[key] = targetEntry{t: t, until: now.Add(targetTTL)}
+	}
+	p.targets.mu.Unlock()
+	return t, nil
+}
+
+// lookup is resolve without the cache.
+func (p *Provider) lookup(snap *discovery.Snapshot, info cmprovider.CustomMetricInfo) (target, error) {
 	notFound := cmprovider.NewMetricNotFoundError(info.GroupResource, info.Metric)
 	if !snap.HasCustomName(info.Metric) {
 		return target{}, notFound
@@ -167,10 +227,11 @@ func (p *Provider) GetMetricByName(ctx context.Context, name types.NamespacedNam
 	if !exists {
 		return nil, apierrors.NewNotFound(t.gvr.GroupResource(), name.Name)
 	}
-	items, err := p.objectMetrics(ctx, t, namespace, []string{name.Name}, info.Metric, metricSelector, "/"+name.Name)
+	list, err := p.objectMetrics(ctx, t, namespace, []string{name.Name}, info.Metric, metricSelector, "/"+name.Name)
 	if err != nil {
 		return nil, err
 	}
+	items := list.Items
 	if len(items) == 0 {
 		if metricSelector == nil || metricSelector.Empty() {
 			return nil, cmprovider.NewMetricNotFoundForError(t.gvr.GroupResource(), info.Metric, name.Name)
@@ -201,11 +262,17 @@ func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, se
 	if selector != nil {
 		objects = selector.String()
 	}
-	items, err := p.objectMetrics(ctx, t, namespace, names, info.Metric, metricSelector, objects)
+	list, err := p.objectMetrics(ctx, t, namespace, names, info.Metric, metricSelector, objects)
 	if err != nil {
 		return nil, err
 	}
-	return &custom_metrics.MetricValueList{Items: items}, nil
+	if p.o.Shared == nil {
+		// Encoders write a list's TypeMeta while they encode it: without
+		// the cache serializing them, each request gets its own.
+		return &custom_metrics.MetricValueList{Items: list.Items}, nil
+	}
+	p.o.Shared(list)
+	return list, nil
 }
 
 // objectsKey is what an objects request's query and items depend on,
@@ -240,6 +307,8 @@ type objectsResult struct {
 // converted is the items served for one version, and what was left out.
 type converted struct {
 	items []custom_metrics.MetricValue
+	// list holds the items, shared by the requests with the same version.
+	list *custom_metrics.MetricValueList
 	// bad counts the values left out as not finite; err is the last one's.
 	bad int
 	err error
@@ -254,7 +323,7 @@ const memoSize = 1024
 // (objects says which) while names and the Prometheus result are the same,
 // so a repeated request costs a cache lookup; the items are shared:
 // callers must not modify them.
-func (p *Provider) objectMetrics(ctx context.Context, t target, namespace string, names []string, metric string, metricSelector labels.Selector, objects string) ([]custom_metrics.MetricValue, error) {
+func (p *Provider) objectMetrics(ctx context.Context, t target, namespace string, names []string, metric string, metricSelector labels.Selector, objects string) (*custom_metrics.MetricValueList, error) {
 	rule := t.binding.Rule
 	gr := t.gvr.GroupResource()
 	key := objectsKey{rule: rule, series: t.binding.Series, gr: gr, kind: t.kind, namespace: namespace, metric: metric, objects: objects}
@@ -284,7 +353,9 @@ func (p *Provider) objectMetrics(ctx context.Context, t target, namespace string
 		return nil, err
 	}
 	c, hit := p.items.Get(key, objectsResult{names: joined, vec: memo.VectorOf(vec)}, func() converted {
-		return p.convert(t, namespace, names, metric, metricSelector, label, r.query, vec)
+		c := p.convert(t, namespace, names, metric, metricSelector, label, r.query, vec)
+		c.list = &custom_metrics.MetricValueList{Items: c.items}
+		return c
 	})
 	if hit && c.bad > 0 {
 		p.o.Metrics.QueryErrors.WithLabelValues(rule.Client.Name(), rule.ID, "bad_value").Add(float64(c.bad))
@@ -292,7 +363,7 @@ func (p *Provider) objectMetrics(ctx context.Context, t target, namespace string
 	if len(c.items) == 0 && c.err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("metric %s of %s: %w (query %s); a NaN usually comes from dividing 0 by 0, e.g. a rate of a request counter with no requests, so make the rule's query guard the division", metric, gr, c.err, r.query))
 	}
-	return c.items, nil
+	return c.list, nil
 }
 
 // convert builds the items of the named objects from a query result.

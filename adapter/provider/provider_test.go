@@ -67,6 +67,12 @@ const sampleTime = 1700000000.5
 
 func newFixture(t *testing.T, promURL func(*prom.Options)) *fixture {
 	t.Helper()
+	return newFixtureWith(t, promURL, nil)
+}
+
+// newFixtureWith is newFixture with the provider's options changed by opts.
+func newFixtureWith(t *testing.T, promURL func(*prom.Options), opts func(*provider.Options)) *fixture {
+	t.Helper()
 	f := &fixture{
 		srv:    promtest.New(t),
 		pods:   map[string]float64{"web-1": 0.3125, "web-2": 1.0005, "web-3": 2, "nan-1": math.NaN()},
@@ -111,7 +117,11 @@ func newFixture(t *testing.T, promURL func(*prom.Options)) *fixture {
 		"services/a":  {"web": {}},
 		"namespaces/": {"a": {}},
 	}
-	f.p = provider.New(provider.Options{Discovery: d, Mapper: promtest.Mapper(), Objects: objs})
+	o := provider.Options{Discovery: d, Mapper: promtest.Mapper(), Objects: objs}
+	if opts != nil {
+		opts(&o)
+	}
+	f.p = provider.New(o)
 	return f
 }
 

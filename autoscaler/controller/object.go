@@ -269,7 +269,8 @@ func NewHorizontalAutoscalerClient(cfg *rest.Config) (rest.Interface, error) {
 
 // CRDSource reconciles tidal's HorizontalAutoscalers in all namespaces
 // through client (see NewHorizontalAutoscalerClient); its informer
-// resyncs every resync. Run the informer (Informer().RunWithContext).
+// resyncs every resync and caches objects without their managed fields
+// (StripManagedFields). Run the informer (Informer().RunWithContext).
 func CRDSource(client rest.Interface, resync time.Duration) Source {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -284,6 +285,7 @@ func CRDSource(client rest.Interface, resync time.Duration) Source {
 	}
 	inf := cache.NewSharedIndexInformer(lw, &v1alpha1.HorizontalAutoscaler{}, resync,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	_ = inf.SetTransform(StripManagedFields) // fails only once started
 	return &crdSource{informer: inf, writer: restStatusWriter{client}}
 }
 

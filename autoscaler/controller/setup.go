@@ -144,9 +144,6 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 			return nil, fmt.Errorf("HorizontalAutoscaler client: %w", err)
 		}
 		source = CRDSource(client, c.SyncPeriod)
-		if err := source.Informer().SetTransform(StripManagedFields); err != nil {
-			return nil, err
-		}
 		var informerDone sync.WaitGroup
 		r.start = append(r.start, func(stop <-chan struct{}) { informerDone.Go(func() { source.Informer().Run(stop) }) })
 		r.shutdown = append(r.shutdown, informerDone.Wait)

@@ -1,0 +1,58 @@
+package app
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	genericapi "k8s.io/apiserver/pkg/endpoints"
+	"k8s.io/apiserver/pkg/endpoints/discovery"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/metrics/pkg/apis/custom_metrics"
+	cmapiserver "sigs.k8s.io/custom-metrics-apiserver/pkg/apiserver"
+	cminstaller "sigs.k8s.io/custom-metrics-apiserver/pkg/apiserver/installer"
+	cmprovider "sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
+	cmstorage "sigs.k8s.io/custom-metrics-apiserver/pkg/registry/custom_metrics"
+
+	"github.com/tidal-autoscaler/tidal/adapter/internal/encodecache"
+)
+
+// installCustomMetrics serves custom.metrics.k8s.io (every version) from
+// p as custom-metrics-apiserver's InstallCustomMetricsAPI does, except
+// that the group's serializer keeps the encodings of the lists p shares
+// (provider.Options.Shared): custom-metrics-apiserver builds that
+// serializer inside its installer, where it cannot be wrapped.
+func installCustomMetrics(s *genericapiserver.GenericAPIServer, p cmprovider.CustomMetricsProvider, encodings *encodecache.Cache[custom_metrics.MetricValueList]) error {
+	groupInfo := genericapiserver.NewDefaultAPIGroupInfo(custom_metrics.GroupName, cmapiserver.Scheme, runtime.NewParameterCodec(cmapiserver.Scheme), cmapiserver.Codecs)
+	groupInfo.NegotiatedSerializer = encodings.NegotiatedSerializer(groupInfo.NegotiatedSerializer)
+	container := s.Handler.GoRestfulContainer
+	for i, gv := range groupInfo.PrioritizedVersions {
+		api := &cminstaller.MetricsAPIGroupVersion{
+			DynamicStorage: cmstorage.NewREST(p),
+			APIGroupVersion: &genericapi.APIGroupVersion{
+				Root:             genericapiserver.APIGroupPrefix,
+				GroupVersion:     gv,
+				MetaGroupVersion: groupInfo.MetaGroupVersion,
+				ParameterCodec:   groupInfo.ParameterCodec,
+				Serializer:       groupInfo.NegotiatedSerializer,
+				Creater:          groupInfo.Scheme,
+				Convertor:        groupInfo.Scheme,
+				UnsafeConvertor:  runtime.UnsafeObjectConvertor(groupInfo.Scheme),
+				Typer:            groupInfo.Scheme,
+				Namer:            runtime.Namer(meta.NewAccessor()),
+			},
+			ResourceLister: cmprovider.NewCustomMetricResourceLister(p),
+			Handlers:       &cminstaller.CMHandlers{},
+		}
+		if err := api.InstallREST(container); err != nil {
+			return err
+		}
+		if i == 0 {
+			// Discovery names the preferred (first) version, as upstream.
+			v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+			group := metav1.APIGroup{Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v}
+			s.DiscoveryGroupManager.AddGroup(group)
+			container.Add(discovery.NewAPIGroupHandler(s.Serializer, group).WebService())
+		}
+	}
+	return nil
+}
