@@ -212,6 +212,8 @@ func TestCustomMetrics(t *testing.T) {
 		sameAsPrometheus(t, l.Items[0], rateQuery(fmt.Sprintf(`code!="200",namespace="e2e",pod=%q`, pod0), "pod"))
 	})
 
+	t.Run("protobuf, as kube-controller-manager's client asks", customMetricsProtobuf)
+
 	t.Run("v1beta1 serves the same", func(t *testing.T) {
 		l := getList(t, c, cm1+"/namespaces/e2e/pods/*/http_requests_per_second?labelSelector=app%3Dweb")
 		if len(l.Items) != len(env.pods) {

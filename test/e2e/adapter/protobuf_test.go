@@ -64,11 +64,13 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// TestCustomMetricsProtobuf reads pods/* with the client
+// customMetricsProtobuf reads pods/* with the client
 // kube-controller-manager's HPA controller uses (k8s.io/metrics
 // custom_metrics), configured as kube-controller-manager configures it:
-// protobuf. The answers must be protobuf and agree with Prometheus.
-func TestCustomMetricsProtobuf(t *testing.T) {
+// protobuf. The answers must be protobuf and agree with Prometheus. (A
+// part of TestCustomMetrics: it needs the steady rates that
+// TestPrometheusOutage disturbs.)
+func customMetricsProtobuf(t *testing.T) {
 	cfg, seen := asControllerManager(t, protobuf, "/pods/*/")
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {

@@ -150,7 +150,7 @@ func TestResourceMetricsPods(t *testing.T) {
 	waitSteadyCPU(t)
 	for _, ct := range []string{"application/json", protobuf} {
 		t.Run(ct, func(t *testing.T) {
-			cfg, seen := asControllerManager(t, ct, "/podmetrics")
+			cfg, seen := asControllerManager(t, ct, "/apis/metrics.k8s.io/")
 			testResourceMetricsPods(t, metricsclient.NewForConfigOrDie(cfg))
 			if types := seen.all(); !slices.Equal(types, []string{ct}) {
 				t.Errorf("PodMetrics answers were %v, want %s", types, ct)
