@@ -29,7 +29,9 @@
 //
 // Knobs (environment): TIDAL_BENCH_AUTOSCALERS (1000), TIDAL_BENCH_PODS
 // (5), TIDAL_BENCH_NAMESPACES (10), TIDAL_BENCH_PERIODS (3),
-// TIDAL_BENCH_KCM_QPS (200), TIDAL_BENCH_PHASES ("tidal,kcm"),
+// TIDAL_BENCH_KCM_QPS (200), TIDAL_BENCH_PHASES ("tidal,kcm"; also
+// "baseline": TIDAL_BENCH_BASELINE, another tidal binary, run the same
+// way, for before/after ratios from one run),
 // TIDAL_BENCH_USAGE ("moving"; "steady": every pod at 50m throughout, so
 // statuses stop changing after the first reconcile, and tidal writes only
 // its once-a-minute history refresh: measure a multiple of 4 periods, as
@@ -163,6 +165,13 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		switch phase {
 		case "tidal":
 			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog)
+		case "baseline":
+			base := os.Getenv("TIDAL_BENCH_BASELINE")
+			if base == "" {
+				err = fmt.Errorf("phase baseline needs TIDAL_BENCH_BASELINE, a tidal binary")
+				break
+			}
+			r, err = runTidal(ctx, b, h, base, cfg, targets, auditLog)
 		case "kcm":
 			r, err = runKCM(ctx, b, h, admin, cfg, targets, auditLog)
 		default:
@@ -177,9 +186,12 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		b.ReportMetric(r.cpuPerPeriod, phase+"-cpu-s/period")
 		b.ReportMetric(float64(r.requests.Total)/float64(cfg.periods), phase+"-requests/period")
 		b.ReportMetric(r.reconcilesPerPeriod, phase+"-reconciles/period")
-		if phase == "tidal" {
-			b.ReportMetric(r.maxQueueDepth, "tidal-max-queue-depth")
+		if phase != "kcm" {
+			b.ReportMetric(r.maxQueueDepth, phase+"-max-queue-depth")
 		}
+	}
+	if t, base := results["tidal"], results["baseline"]; t.cpuPerPeriod > 0 && base.cpuPerPeriod > 0 {
+		b.ReportMetric(t.cpuPerPeriod/base.cpuPerPeriod, "cpu-ratio-to-baseline")
 	}
 	if t, k := results["tidal"], results["kcm"]; t.cpuPerPeriod > 0 && k.cpuPerPeriod > 0 {
 		b.ReportMetric(t.cpuPerPeriod/k.cpuPerPeriod, "cpu-ratio")
@@ -468,7 +480,23 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 		}
 		return scrapeCounter(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", a.HealthPort), "tidal_autoscaler_reconciliations_total")
 	}
-	return measure(ctx, b, cfg, a.Process.PID(), []string{tidalUser}, auditLog, statuses, counter, depth)
+	r, err := measure(ctx, b, cfg, a.Process.PID(), []string{tidalUser}, auditLog, statuses, counter, depth)
+	if err != nil {
+		return r, err
+	}
+	// The next tidal phase (baseline) starts from no autoscalers again.
+	for ns := range cfg.namespaces {
+		if err := res.Namespace(fmt.Sprintf("bench-%d", ns)).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			return r, err
+		}
+	}
+	return r, harness.WaitReady(ctx, nil, "HorizontalAutoscalers deleted", 2*time.Minute, func(ctx context.Context) error {
+		l, err := res.List(ctx, metav1.ListOptions{Limit: 1})
+		if err == nil && len(l.Items) > 0 {
+			err = fmt.Errorf("%s/%s and more left", l.Items[0].GetNamespace(), l.Items[0].GetName())
+		}
+		return err
+	})
 }
 
 func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kubernetes.Interface, cfg config, targets []target, auditLog string) (phaseResult, error) {
