@@ -2,9 +2,12 @@ package controller
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"testing"
 	"time"
@@ -16,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	restwatch "k8s.io/client-go/rest/watch"
 	"k8s.io/utils/ptr"
 
@@ -160,5 +165,60 @@ func BenchmarkWatchDecode(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestCRDSourceWatch runs CRDSource's informer against a server speaking
+// the apiserver's wire format: the listed object and a watched
+// modification arrive decoded, without their managed fields.
+func TestCRDSourceWatch(t *testing.T) {
+	listed, modified := wireHA(1), wireHA(1)
+	listed.ResourceVersion, modified.ResourceVersion = "10", "11"
+	modified.Status.DesiredReplicas = 7
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/apis/autoscaling.tidal.dev/v1alpha1/horizontalautoscalers" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		if r.URL.Query().Get("watch") != "true" {
+			_ = enc.Encode(map[string]any{"apiVersion": "autoscaling.tidal.dev/v1alpha1", "kind": "HorizontalAutoscalerList",
+				"metadata": map[string]any{"resourceVersion": "10"}, "items": []any{listed}})
+			return
+		}
+		if r.URL.Query().Get("sendInitialEvents") == "true" { // client-go's watch-list
+			_ = enc.Encode(map[string]any{"type": "ADDED", "object": listed})
+			_ = enc.Encode(map[string]any{"type": "BOOKMARK", "object": map[string]any{
+				"apiVersion": "autoscaling.tidal.dev/v1alpha1", "kind": "HorizontalAutoscaler",
+				"metadata": map[string]any{"resourceVersion": "10", "annotations": map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}})
+		}
+		_ = enc.Encode(map[string]any{"type": "MODIFIED", "object": modified})
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	client, err := NewHorizontalAutoscalerClient(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	source := CRDSource(client, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go source.Informer().RunWithContext(ctx)
+	key := modified.Namespace + "/" + modified.Name
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		obj, ok, err := source.Informer().GetIndexer().GetByKey(key)
+		return ok && err == nil && obj.(*v1alpha1.HorizontalAutoscaler).ResourceVersion == "11", nil
+	}); err != nil {
+		t.Fatalf("the watched modification never arrived: %v", err)
+	}
+	obj, _, _ := source.Informer().GetIndexer().GetByKey(key)
+	got := obj.(*v1alpha1.HorizontalAutoscaler)
+	if got.ManagedFields != nil {
+		t.Errorf("managed fields kept in the cache: %v", got.ManagedFields)
+	}
+	if got.Status.DesiredReplicas != 7 || got.Status.Tidal == nil || got.Status.Tidal.History != modified.Status.Tidal.History {
+		t.Errorf("status %+v", got.Status)
 	}
 }
