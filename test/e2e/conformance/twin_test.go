@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -231,6 +232,45 @@ func runScenario(t *testing.T, sc scenario) {
 			t.Logf("step %d (%s): both %s", i, st.name, oracle)
 		}
 	}
+	// The rescales were announced alike: the same SuccessfulRescale
+	// messages ("New size: N; reason: ..."). Events are written in the
+	// background, so both are given a few seconds to arrive.
+	var up, ti []string
+	err := harness.WaitReady(ctx, nil, "the same SuccessfulRescale events", 15*time.Second, func(ctx context.Context) error {
+		var err error
+		if up, err = rescales(ctx, ns, oracleName); err != nil {
+			return err
+		}
+		if ti, err = rescales(ctx, ns, tidalName); err != nil {
+			return err
+		}
+		if !slices.Equal(up, ti) {
+			return fmt.Errorf("upstream %q, tidal %q", up, ti)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("rescale events differ: %v", err)
+	} else if len(up) > 0 {
+		t.Logf("rescale events alike: %q", up)
+	}
+}
+
+// rescales are the distinct messages of the SuccessfulRescale events of
+// the autoscaler name, sorted.
+func rescales(ctx context.Context, ns, name string) ([]string, error) {
+	list, err := env.h.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.name", name), fields.OneTermEqualSelector("reason", "SuccessfulRescale")).String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range list.Items {
+		out = append(out, e.Message)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // bystanderName is a third Deployment of every scenario's namespace with a
