@@ -25,7 +25,6 @@ import (
 	msapi "sigs.k8s.io/metrics-server/pkg/api"
 
 	"github.com/tidal-autoscaler/tidal/adapter/internal/promtest"
-	"github.com/tidal-autoscaler/tidal/adapter/prom"
 	"github.com/tidal-autoscaler/tidal/adapter/resourcemetrics"
 	"github.com/tidal-autoscaler/tidal/adapter/ruleset"
 )
@@ -243,16 +242,7 @@ func TestServed(t *testing.T) {
 // get the bytes of its one encoding per media type (run with -race: the
 // list is shared while apimachinery's encoder writes its TypeMeta).
 func TestServedShared(t *testing.T) {
-	srv := promtest.New(t)
-	srv.OnQuery(func(q string) promtest.Response {
-		if strings.Contains(q, "cpu") {
-			return promtest.Response{Vector: []promtest.Sample{c("ns", "a", "app", 0.25), c("ns", "b", "app", 0.5)}}
-		}
-		return promtest.Response{Vector: []promtest.Sample{c("ns", "a", "app", 1<<20), c("ns", "b", "app", 2<<20)}}
-	})
-	set := srv.Rules(t, strings.Replace(rulesTemplate, "WINDOW", "", 1), func(o *prom.Options) { o.CacheTTL = time.Minute })
-	now := time.Unix(1800000000, 0)
-	p := resourcemetrics.New(resourcemetrics.Options{Rules: func() *ruleset.Set { return set }, Now: func() time.Time { return now }})
+	p := podsAB(t, time.Minute, func() time.Time { return time.Unix(1800000000, 0) })
 	a, b := pod("ns", "a"), pod("ns", "b")
 	a.ResourceVersion, b.ResourceVersion = "10", "11"
 	base := serveFrom(t, p, fakeCaches{objs: map[string][]runtime.Object{"pods": {a, b}, "nodes": nil}})

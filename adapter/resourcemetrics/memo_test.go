@@ -28,19 +28,8 @@ func TestPodMetricsRemembered(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.title, func(t *testing.T) {
-			srv := promtest.New(t)
-			srv.OnQuery(func(q string) promtest.Response {
-				if strings.Contains(q, "cpu") {
-					return promtest.Response{Vector: []promtest.Sample{c("ns", "a", "app", 0.25), c("ns", "b", "app", 0.5)}}
-				}
-				return promtest.Response{Vector: []promtest.Sample{c("ns", "a", "app", 1<<20), c("ns", "b", "app", 2<<20)}}
-			})
-			set := srv.Rules(t, strings.Replace(rulesTemplate, "WINDOW", "", 1), func(o *prom.Options) { o.CacheTTL = tt.cacheTTL })
 			now := time.Unix(1800000000, 0)
-			p := resourcemetrics.New(resourcemetrics.Options{
-				Rules: func() *ruleset.Set { return set },
-				Now:   func() time.Time { now = now.Add(time.Second); return now },
-			})
+			p := podsAB(t, tt.cacheTTL, func() time.Time { now = now.Add(time.Second); return now })
 			want := map[string]map[string]string{"ns/a": {"app": "cpu=250m memory=1Mi"}, "ns/b": {"app": "cpu=500m memory=2Mi"}}
 			var created []metav1.Time
 			var answers [][]metrics.PodMetrics
@@ -158,16 +147,8 @@ func TestPodMetricsListShared(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.title, func(t *testing.T) {
-			srv := promtest.New(t)
-			srv.OnQuery(func(q string) promtest.Response {
-				if strings.Contains(q, "cpu") {
-					return promtest.Response{Vector: []promtest.Sample{c("ns", "a", "app", 0.25), c("ns", "b", "app", 0.5)}}
-				}
-				return promtest.Response{Vector: []promtest.Sample{c("ns", "a", "app", 1<<20), c("ns", "b", "app", 2<<20)}}
-			})
-			set := srv.Rules(t, strings.Replace(rulesTemplate, "WINDOW", "", 1), func(o *prom.Options) { o.CacheTTL = tt.cacheTTL })
 			now := time.Unix(1800000000, 0)
-			p := resourcemetrics.New(resourcemetrics.Options{Rules: func() *ruleset.Set { return set }, Now: func() time.Time { return now }})
+			p := podsAB(t, tt.cacheTTL, func() time.Time { return now })
 			var prev *metrics.PodMetricsList
 			for _, s := range tt.steps {
 				now = now.Add(s.advance)
@@ -193,4 +174,20 @@ func TestPodMetricsListShared(t *testing.T) {
 			}
 		})
 	}
+}
+
+// podsAB is a Provider over a fake Prometheus with the app containers of
+// pods ns/a (0.25 cores, 1 MiB) and ns/b (0.5 cores, 2 MiB), its query
+// cache kept for cacheTTL, stamping objects with now.
+func podsAB(t *testing.T, cacheTTL time.Duration, now func() time.Time) *resourcemetrics.Provider {
+	t.Helper()
+	srv := promtest.New(t)
+	srv.OnQuery(func(q string) promtest.Response {
+		if strings.Contains(q, "cpu") {
+			return promtest.Response{Vector: []promtest.Sample{c("ns", "a", "app", 0.25), c("ns", "b", "app", 0.5)}}
+		}
+		return promtest.Response{Vector: []promtest.Sample{c("ns", "a", "app", 1<<20), c("ns", "b", "app", 2<<20)}}
+	})
+	set := srv.Rules(t, strings.Replace(rulesTemplate, "WINDOW", "", 1), func(o *prom.Options) { o.CacheTTL = cacheTTL })
+	return resourcemetrics.New(resourcemetrics.Options{Rules: func() *ruleset.Set { return set }, Now: now})
 }

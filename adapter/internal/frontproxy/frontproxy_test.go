@@ -31,12 +31,7 @@ var serial atomic.Int64
 
 func newCA(t *testing.T, name string) *ca {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(serial.Add(1)),
 		Subject:               pkix.Name{CommonName: name},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(24 * time.Hour),
@@ -44,11 +39,7 @@ func newCA(t *testing.T, name string) *ca {
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
+	cert, key := issue(t, tmpl, nil)
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	return &ca{cert: cert, key: key, pool: pool}
@@ -57,24 +48,38 @@ func newCA(t *testing.T, name string) *ca {
 // client issues a client certificate for cn valid until notAfter.
 func (c *ca) client(t *testing.T, cn string, notAfter time.Time) *x509.Certificate {
 	t.Helper()
+	cert, _ := issue(t, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn},
+		NotBefore:   time.Now().Add(-2 * time.Hour),
+		NotAfter:    notAfter,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+	}, c)
+	return cert
+}
+
+// issue makes a certificate from tmpl with a new key, signed by parent
+// (nil: self-signed).
+func issue(t *testing.T, tmpl *x509.Certificate, parent *ca) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial.Add(1)),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-2 * time.Hour),
-		NotAfter:     notAfter,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
+	tmpl.SerialNumber = big.NewInt(serial.Add(1))
+	signer, signerKey := tmpl, key
+	if parent != nil {
+		signer, signerKey = parent.cert, parent.key
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signerKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, _ := x509.ParseCertificate(der)
-	return cert
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
 }
 
 // caProvider returns the pool of whichever CA is current, as the
