@@ -2,6 +2,7 @@ package metricsserver
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -120,8 +121,9 @@ func (s *podMetricsStorage) Get(ctx context.Context, name string, _ *metav1.GetO
 	return nil, apierrors.NewNotFound(podMetricsResource, name)
 }
 
-// podMetrics returns the usage of the pod's containers that have values;
-// false when none has.
+// podMetrics returns the usage of the pod's containers that have values,
+// sidecars (init containers that keep running) included, as the kubelet
+// reports them to metrics-server; false when none has.
 func (s *podMetricsStorage) podMetrics(pod *corev1.Pod, rank int) (metrics.PodMetrics, bool) {
 	m := metrics.PodMetrics{
 		ObjectMeta: metav1.ObjectMeta{
@@ -131,7 +133,13 @@ func (s *podMetricsStorage) podMetrics(pod *corev1.Pod, rank int) (metrics.PodMe
 		Timestamp: metav1.NewTime(s.now()),
 		Window:    metav1.Duration{Duration: s.window},
 	}
-	for _, c := range pod.Spec.Containers {
+	containers := slices.Clone(pod.Spec.Containers)
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			containers = append(containers, c)
+		}
+	}
+	for _, c := range containers {
 		if usage := s.store.containerUsage(pod, c.Name, rank); len(usage) > 0 {
 			m.Containers = append(m.Containers, metrics.ContainerMetrics{Name: c.Name, Usage: usage})
 		}

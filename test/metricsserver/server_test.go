@@ -16,6 +16,7 @@ import (
 	resourceclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	customclient "k8s.io/metrics/pkg/client/custom_metrics"
 	externalclient "k8s.io/metrics/pkg/client/external_metrics"
+	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/test/harness"
 	"github.com/tidal-autoscaler/tidal/test/metricsserver"
@@ -52,7 +53,12 @@ func TestServesThroughAggregator(t *testing.T) {
 	for i := range 3 {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Namespace: ns, Labels: map[string]string{"app": "web"}},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "x"}, {Name: "sidecar", Image: "x"}}},
+			Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "app", Image: "x"}, {Name: "sidecar", Image: "x"}},
+				// A plain init container has finished: not served. One that
+				// keeps running (a sidecar) is, as the kubelet reports it.
+				InitContainers: []corev1.Container{{Name: "setup", Image: "x"}, {Name: "proxy", Image: "x", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}},
+			},
 		}
 		if _, err := h.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -62,6 +68,8 @@ func TestServesThroughAggregator(t *testing.T) {
 	web := labels.SelectorFromSet(labels.Set{"app": "web"})
 	s.SetPodUsage(ns, web, "app", corev1.ResourceCPU, metricsserver.Q("100m"), metricsserver.Q("200m"), metricsserver.Missing)
 	s.SetPodUsage(ns, web, "sidecar", corev1.ResourceCPU, metricsserver.Q("5m"))
+	s.SetPodUsage(ns, web, "proxy", corev1.ResourceCPU, metricsserver.Q("7m"))
+	s.SetPodUsage(ns, web, "setup", corev1.ResourceCPU, metricsserver.Q("9m"))
 	s.SetPodMetric(ns, web, "qps", metricsserver.Q("10"), metricsserver.Q("20"))
 	s.SetObjectMetric(ns, "services", "front", "rps", metricsserver.Q("1500m"))
 	s.SetExternalMetric(ns, "queue", []metricsserver.ExternalSeries{
@@ -89,7 +97,7 @@ func TestServesThroughAggregator(t *testing.T) {
 				got[m.Name+"/"+c.Name] = c.Usage.Cpu().String()
 			}
 		}
-		want := map[string]string{"web-0/app": "100m", "web-0/sidecar": "5m", "web-1/app": "200m", "web-1/sidecar": "5m", "web-2/sidecar": "5m"}
+		want := map[string]string{"web-0/app": "100m", "web-0/sidecar": "5m", "web-0/proxy": "7m", "web-1/app": "200m", "web-1/sidecar": "5m", "web-1/proxy": "7m", "web-2/sidecar": "5m", "web-2/proxy": "7m"}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			return fmt.Errorf("pod metrics %v, want %v", got, want)
 		}

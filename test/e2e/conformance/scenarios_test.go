@@ -82,6 +82,23 @@ func setStep(name string, set func(m twinMetrics)) step { return step{name: name
 
 var cpu50 = resourceMetric(corev1.ResourceCPU, utilization(50))
 
+// withSidecar adds a sidecar with the app's requests, and a plain init
+// container with larger ones that must not count.
+func withSidecar(p *corev1.PodSpec) {
+	app := p.Containers[0]
+	p.InitContainers = append(p.InitContainers,
+		corev1.Container{Name: "setup", Image: "fake-setup:latest", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("64Mi")}}},
+		corev1.Container{Name: "sidecar", Image: "fake-sidecar:latest", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Resources: app.Resources})
+}
+
+// withPodLevelRequests gives the pod 400m of cpu for its one 100m
+// container.
+func withPodLevelRequests(p *corev1.PodSpec) {
+	p.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("400m"), corev1.ResourceMemory: resource.MustParse("128Mi")}}
+}
+
 // scenarios are the conformance cases; each runs in its own namespace,
 // in parallel with the others.
 var scenarios = []scenario{
@@ -123,6 +140,16 @@ var scenarios = []scenario{
 	{name: "cpu-pending-pod", replicas: 2, spec: hpaSpec(1, 6, cpu50), steps: []step{
 		{name: "a pending pod, hot", set: func(m twinMetrics) { m.cpu("80m") }, act: addPendingPod},
 		cpuStep("idle", "20m"),
+	}},
+	// Requests: a sidecar (an init container that keeps running) counts, a
+	// plain init container does not; pod-level requests replace the
+	// containers' (PodLevelResources, on by default since 1.34).
+	{name: "cpu-util-sidecar", replicas: 2, spec: hpaSpec(1, 6, cpu50), pod: withSidecar, steps: []step{
+		setStep("90% of app and sidecar", func(m twinMetrics) { m.cpu("90m"); m.containerCPU("sidecar", "90m") }),
+		setStep("20%", func(m twinMetrics) { m.cpu("20m"); m.containerCPU("sidecar", "20m") }),
+	}},
+	{name: "cpu-util-pod-level", replicas: 2, spec: hpaSpec(1, 8, cpu50), pod: withPodLevelRequests, steps: []step{
+		cpuStep("75% of the pod's 400m, 300% of the container's 100m", "300m"),
 	}},
 	{name: "cpu-no-metrics", replicas: 2, spec: hpaSpec(1, 6, cpu50), steps: []step{
 		{name: "no PodMetrics"},

@@ -39,6 +39,9 @@ type scenario struct {
 	replicas int32
 	spec     autoscalingv2.HorizontalPodAutoscalerSpec
 	steps    []step
+	// pod, when set, changes the twins' pod template (sidecars, pod-level
+	// resources).
+	pod func(*corev1.PodSpec)
 	// skip, when set, is why the scenario cannot run here.
 	skip string
 }
@@ -83,6 +86,11 @@ func quantities(vals []string) []*resource.Quantity {
 // cpu sets the cpu usage of container "app" by pod rank; "" is no sample.
 func (m twinMetrics) cpu(vals ...string) {
 	env.metrics.SetPodUsage(m.ns, m.sel, "app", corev1.ResourceCPU, quantities(vals)...)
+}
+
+// containerCPU sets the cpu usage of another container by pod rank.
+func (m twinMetrics) containerCPU(container string, vals ...string) {
+	env.metrics.SetPodUsage(m.ns, m.sel, container, corev1.ResourceCPU, quantities(vals)...)
 }
 
 // memory sets the memory usage of container "app" by pod rank.
@@ -179,6 +187,9 @@ func runScenario(t *testing.T, sc scenario) {
 	for _, name := range []string{oracleName, tidalName} {
 		d := harness.Deployment(ns, name, sc.replicas)
 		d.Spec.Template.Labels[twinLabel] = "yes"
+		if sc.pod != nil {
+			sc.pod(&d.Spec.Template.Spec)
+		}
 		if _, err := h.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
