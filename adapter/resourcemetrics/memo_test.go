@@ -103,10 +103,11 @@ func TestPodMetricsForChangingPods(t *testing.T) {
 			for _, n := range tt.pods {
 				pods = append(pods, pod("ns", n))
 			}
-			ms, err := p.PodMetricsFor("ns?app=web", pods...)
+			l, err := p.PodMetricsListFor("ns?app=web", pods...)
 			if err != nil {
 				t.Fatal(err)
 			}
+			ms := l.Items
 			if got := podsSummary(ms); !equal(got, tt.want) {
 				t.Errorf("%v, want %v", got, tt.want)
 			}

@@ -157,29 +157,23 @@ type usage map[string]map[corev1.ResourceName]sample
 
 // GetPodMetrics answers for pods, all from one query per resource.
 func (p *Provider) GetPodMetrics(pods ...*metav1.PartialObjectMetadata) ([]metrics.PodMetrics, error) {
-	return p.PodMetricsFor("", pods...)
-}
-
-// PodMetricsFor is GetPodMetrics for the pods a request selected: request
-// names the selection (the selectors of a list, or the one pod of a get).
-// The rendered queries and the usage found in their results are
-// remembered per request while the pod names and the Prometheus results
-// are the same (see memo), so a repeated request only builds its objects;
-// the entries are per request, not per pod set, so pods coming and going
-// replace them instead of adding more.
-func (p *Provider) PodMetricsFor(request string, pods ...*metav1.PartialObjectMetadata) ([]metrics.PodMetrics, error) {
-	l, err := p.PodMetricsListFor(request, pods...)
+	l, err := p.PodMetricsListFor("", pods...)
 	if err != nil || l == nil {
 		return nil, err
 	}
 	return l.Items, nil
 }
 
-// PodMetricsListFor is PodMetricsFor as a list. Within a second (the
-// precision of the creationTimestamp it stamps), requests with the same
-// pods (by resourceVersion: their labels are served), rules and Prometheus
-// results get the same list, which nobody may modify: the server keeps its
-// encoding (see encodecache).
+// PodMetricsListFor is GetPodMetrics, as a list, for the pods a request
+// selected: request names the selection (the selectors of a list, or the
+// one pod of a get). The rendered queries and the usage found in their
+// results are remembered per request while the pod names and the
+// Prometheus results are the same (see memo); the entries are per request,
+// not per pod set, so pods coming and going replace them instead of adding
+// more. Within a second (the precision of the creationTimestamp it
+// stamps), requests with the same pods (by resourceVersion: their labels
+// are served), rules and Prometheus results get the same list, which
+// nobody may modify: the server keeps its encoding (see encodecache).
 func (p *Provider) PodMetricsListFor(request string, pods ...*metav1.PartialObjectMetadata) (*metrics.PodMetricsList, error) {
 	if len(pods) == 0 {
 		return nil, nil
@@ -213,8 +207,9 @@ func (p *Provider) PodMetricsListFor(request string, pods ...*metav1.PartialObje
 	if err != nil {
 		return nil, err
 	}
+	key := podsKey{rules: rr, namespace: namespace, request: request}
 	ver := podsVersion{names: joined, cpu: memo.VectorOf(results[0].vec), memory: memo.VectorOf(results[1].vec)}
-	found, _ := p.podUsage.Get(podsKey{rules: rr, namespace: namespace, request: request}, ver, func() map[podKey]*podUsage {
+	found, _ := p.podUsage.Get(key, ver, func() map[podKey]*podUsage {
 		return podUsages(namespace, results)
 	})
 
@@ -222,7 +217,6 @@ func (p *Provider) PodMetricsListFor(request string, pods ...*metav1.PartialObje
 	build := func() builtPodList { return buildPodList(pods, found, window, metav1.NewTime(now)) }
 	var built builtPodList
 	if objs, ok := podObjects(pods); ok {
-		key := podsKey{rules: rr, namespace: namespace, request: request}
 		built, _ = p.podLists.Get(key, podListVersion{usage: ver, pods: objs, now: now.Unix()}, build)
 	} else {
 		built = build()

@@ -47,9 +47,8 @@ type podStorage struct {
 
 // podMetricsForRequest is implemented by Provider: GetPodMetrics told
 // which request selected the pods, so that it can remember its work per
-// request (see Provider.PodMetricsFor).
+// request (see Provider.PodMetricsListFor).
 type podMetricsForRequest interface {
-	PodMetricsFor(request string, pods ...*metav1.PartialObjectMetadata) ([]metrics.PodMetrics, error)
 	PodMetricsListFor(request string, pods ...*metav1.PartialObjectMetadata) (*metrics.PodMetricsList, error)
 }
 
@@ -126,32 +125,39 @@ func (s *podStorage) List(ctx context.Context, options *metainternalversion.List
 	if err != nil {
 		return &metrics.PodMetricsList{}, getterError("failed reading pods metrics", err)
 	}
+	if s.encodings != nil {
+		s.encodings.Remember(l)
+	}
 	return l, nil
 }
 
-// list is get for a list: the Provider's list, shared by the requests
-// with the same inputs, is served as it is, and its encoding kept.
+// list answers in namespace and name order for the pods request selected
+// (see Provider.PodMetricsListFor). The pods are sorted first: the getter
+// keeps their order, and swapping pointers is cheaper than swapping
+// PodMetrics. The Provider's list may be shared between requests: it is
+// never modified here.
 func (s *podStorage) list(request string, pods []*metav1.PartialObjectMetadata) (*metrics.PodMetricsList, error) {
-	g, ok := s.metrics.(podMetricsForRequest)
-	if !ok {
-		ms, err := s.get(request, pods...)
-		return &metrics.PodMetricsList{Items: ms}, err
-	}
 	sortPods(pods)
-	l, err := g.PodMetricsListFor(request, pods...)
-	if err != nil {
-		return nil, err
+	var l *metrics.PodMetricsList
+	if g, ok := s.metrics.(podMetricsForRequest); ok {
+		var err error
+		if l, err = g.PodMetricsListFor(request, pods...); err != nil {
+			return nil, err
+		}
+	} else {
+		ms, err := s.metrics.GetPodMetrics(pods...)
+		if err != nil {
+			return nil, err
+		}
+		l = &metrics.PodMetricsList{Items: ms}
 	}
 	if l == nil {
 		return &metrics.PodMetricsList{}, nil
 	}
-	if !slices.IsSortedFunc(l.Items, byName) { // the pods were sorted: not expected
-		items := slices.Clone(l.Items) // shared: not sorted in place
+	if !slices.IsSortedFunc(l.Items, byName) {
+		items := slices.Clone(l.Items) // may be shared: not sorted in place
 		slices.SortFunc(items, byName)
 		return &metrics.PodMetricsList{Items: items}, nil
-	}
-	if s.encodings != nil {
-		s.encodings.Remember(l)
 	}
 	return l, nil
 }
@@ -180,37 +186,15 @@ func (s *podStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions)
 	if !ok || p == nil {
 		return &metrics.PodMetrics{}, apierrors.NewNotFound(corev1.Resource("pods"), namespace+"/"+name)
 	}
-	ms, err := s.get(namespace+"/"+name, p)
+	l, err := s.list(namespace+"/"+name, []*metav1.PartialObjectMetadata{p})
 	if err != nil {
 		return nil, getterError("failed pod metrics", err)
 	}
+	ms := l.Items
 	if len(ms) == 0 {
 		return nil, apierrors.NewNotFound(metrics.Resource("podmetrics"), namespace+"/"+name)
 	}
 	return &ms[0], nil
-}
-
-// get answers in namespace and name order for the pods request selected
-// (see Provider.PodMetricsFor). The pods are sorted first:
-// the getter keeps their order, and swapping pointers is cheaper than
-// swapping PodMetrics.
-func (s *podStorage) get(request string, pods ...*metav1.PartialObjectMetadata) ([]metrics.PodMetrics, error) {
-	sortPods(pods)
-	var ms []metrics.PodMetrics
-	var err error
-	if g, ok := s.metrics.(podMetricsForRequest); ok {
-		ms, err = g.PodMetricsFor(request, pods...)
-	} else {
-		ms, err = s.metrics.GetPodMetrics(pods...)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !slices.IsSortedFunc(ms, byName) {
-		ms = slices.Clone(ms) // may be shared: not sorted in place
-		slices.SortFunc(ms, byName)
-	}
-	return ms, nil
 }
 
 // ConvertToTable implements rest.TableConvertor: a column per resource
