@@ -306,7 +306,6 @@ type objectsResult struct {
 
 // converted is the items served for one version, and what was left out.
 type converted struct {
-	items []custom_metrics.MetricValue
 	// list holds the items, shared by the requests with the same version.
 	list *custom_metrics.MetricValueList
 	// bad counts the values left out as not finite; err is the last one's.
@@ -353,14 +352,12 @@ func (p *Provider) objectMetrics(ctx context.Context, t target, namespace string
 		return nil, err
 	}
 	c, hit := p.items.Get(key, objectsResult{names: joined, vec: memo.VectorOf(vec)}, func() converted {
-		c := p.convert(t, namespace, names, metric, metricSelector, label, r.query, vec)
-		c.list = &custom_metrics.MetricValueList{Items: c.items}
-		return c
+		return p.convert(t, namespace, names, metric, metricSelector, label, r.query, vec)
 	})
 	if hit && c.bad > 0 {
 		p.o.Metrics.QueryErrors.WithLabelValues(rule.Client.Name(), rule.ID, "bad_value").Add(float64(c.bad))
 	}
-	if len(c.items) == 0 && c.err != nil {
+	if len(c.list.Items) == 0 && c.err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("metric %s of %s: %w (query %s); a NaN usually comes from dividing 0 by 0, e.g. a rate of a request counter with no requests, so make the rule's query guard the division", metric, gr, c.err, r.query))
 	}
 	return c.list, nil
@@ -380,8 +377,7 @@ func (p *Provider) convert(t target, namespace string, names []string, metric st
 	}
 	window := p.windows.get(t.binding, query)
 	apiVersion := t.kind.GroupVersion().String()
-	var c converted
-	c.items = make([]custom_metrics.MetricValue, 0, len(names))
+	c := converted{list: &custom_metrics.MetricValueList{Items: make([]custom_metrics.MetricValue, 0, len(names))}}
 	for _, n := range names {
 		s, ok := byName[n]
 		if !ok {
@@ -396,7 +392,7 @@ func (p *Provider) convert(t target, namespace string, names []string, metric st
 			continue
 		}
 		_ = q.String() // kept in q: every response serializes it
-		c.items = append(c.items, custom_metrics.MetricValue{
+		c.list.Items = append(c.list.Items, custom_metrics.MetricValue{
 			DescribedObject: custom_metrics.ObjectReference{
 				APIVersion: apiVersion,
 				Kind:       t.kind.Kind,
