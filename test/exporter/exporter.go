@@ -26,6 +26,25 @@ const (
 	ContainerMemory = "container_memory_working_set_bytes"
 )
 
+// ResourceRules are resourceRules (metrics.k8s.io) over the exporter's
+// container series and node series of the same shape
+// (node_cpu_usage_seconds_total, node_memory_working_set_bytes), with a
+// 30s window, as the adapter's e2e tests and benchmark serve them. The
+// container queries do not exclude the pause container: the adapter must.
+const ResourceRules = `resourceRules:
+  cpu:
+    containerQuery: 'sum by (<<.GroupBy>>) (rate(container_cpu_usage_seconds_total{<<.LabelMatchers>>}[30s]))'
+    nodeQuery: 'sum by (<<.GroupBy>>) (rate(node_cpu_usage_seconds_total{<<.LabelMatchers>>}[30s]))'
+    resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}, node: {resource: node}}}
+    containerLabel: container
+  memory:
+    containerQuery: 'sum by (<<.GroupBy>>) (container_memory_working_set_bytes{<<.LabelMatchers>>})'
+    nodeQuery: 'sum by (<<.GroupBy>>) (node_memory_working_set_bytes{<<.LabelMatchers>>})'
+    resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}, node: {resource: node}}}
+    containerLabel: container
+  window: 30s
+`
+
 // Labels of one series.
 type Labels map[string]string
 

@@ -8,9 +8,9 @@
 //     and time. Reports requests/s (rps), p50-ms, p99-ms, adapter CPU
 //     milliseconds per request (cpu-ms/req, from /proc/PID/stat), errors.
 //   - BenchmarkPodMetrics: the same pods, each with cAdvisor-style cpu and
-//     memory series, and the adapter e2e tests' resourceRules; 32 clients
-//     as the HPA's identity GET metrics.k8s.io PodMetrics of the pods by
-//     label selector. Same figures.
+//     memory series, and exporter.ResourceRules (the adapter e2e tests'
+//     too); 32 clients as the HPA's identity GET metrics.k8s.io PodMetrics
+//     of the pods by label selector. Same figures.
 //   - Both ask for protobuf, as kube-controller-manager's HPA clients do
 //     (TIDAL_BENCH_ACCEPT=json: JSON), and check that they got it. Each
 //     runs by two routes: through the aggregator, and directly to the

@@ -5,31 +5,16 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tidal-autoscaler/tidal/test/exporter"
 	"github.com/tidal-autoscaler/tidal/test/harness"
 )
-
-// resourceRules are the adapter e2e tests' resourceRules (cAdvisor-style
-// series, a 30s window), alone in the rule file.
-const resourceRules = `resourceRules:
-  cpu:
-    containerQuery: 'sum by (<<.GroupBy>>) (rate(container_cpu_usage_seconds_total{<<.LabelMatchers>>}[30s]))'
-    nodeQuery: 'sum by (<<.GroupBy>>) (rate(node_cpu_usage_seconds_total{<<.LabelMatchers>>}[30s]))'
-    resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}, node: {resource: node}}}
-    containerLabel: container
-  memory:
-    containerQuery: 'sum by (<<.GroupBy>>) (container_memory_working_set_bytes{<<.LabelMatchers>>})'
-    nodeQuery: 'sum by (<<.GroupBy>>) (node_memory_working_set_bytes{<<.LabelMatchers>>})'
-    resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}, node: {resource: node}}}
-    containerLabel: container
-  window: 30s
-`
 
 // BenchmarkPodMetrics measures metrics.k8s.io PodMetrics lists through
 // the aggregator as the HPA makes them for a Resource metric: the bench
 // pods by label selector, each with an app container's cpu and memory.
 func BenchmarkPodMetrics(b *testing.B) {
 	runScenario(b, scenario{
-		rules:   resourceRules,
+		rules:   exporter.ResourceRules,
 		apis:    [][2]string{{"metrics.k8s.io", "v1beta1"}},
 		path:    fmt.Sprintf("/apis/metrics.k8s.io/v1beta1/namespaces/%s/pods?labelSelector=app%%3D%s", benchNamespace, benchApp),
 		prepare: ensureResourceSeries,

@@ -21,22 +21,8 @@ import (
 	"github.com/tidal-autoscaler/tidal/test/harness"
 )
 
-// resourceRules serve metrics.k8s.io. The container queries do not
-// exclude the pause container: the adapter must.
-const resourceRules = `
-resourceRules:
-  cpu:
-    containerQuery: 'sum by (<<.GroupBy>>) (rate(container_cpu_usage_seconds_total{<<.LabelMatchers>>}[30s]))'
-    nodeQuery: 'sum by (<<.GroupBy>>) (rate(node_cpu_usage_seconds_total{<<.LabelMatchers>>}[30s]))'
-    resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}, node: {resource: node}}}
-    containerLabel: container
-  memory:
-    containerQuery: 'sum by (<<.GroupBy>>) (container_memory_working_set_bytes{<<.LabelMatchers>>})'
-    nodeQuery: 'sum by (<<.GroupBy>>) (node_memory_working_set_bytes{<<.LabelMatchers>>})'
-    resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}, node: {resource: node}}}
-    containerLabel: container
-  window: 30s
-`
+// resourceRules serve metrics.k8s.io (see exporter.ResourceRules).
+const resourceRules = "\n" + exporter.ResourceRules
 
 // The containerQuery and nodeQuery as the adapter renders them for the
 // web pods of ns and for the harness node, for the oracle.
