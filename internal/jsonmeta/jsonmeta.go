@@ -43,57 +43,76 @@ func (MetaFactory) Interpret(data []byte) (*schema.GroupVersionKind, error) {
 // object, the last of each when repeated, as encoding/json does. ok is
 // false where it cannot be sure to agree with encoding/json.
 func sniff(data []byte) (apiVersion, kind string, ok bool) {
-	i := space(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return "", "", false
-	}
-	i = space(data, i+1)
-	if i < len(data) && data[i] == '}' {
-		return "", "", true
-	}
-	for {
-		key, next, plain := str(data, i)
-		if !plain {
-			return "", "", false
-		}
-		i = space(data, next)
-		if i >= len(data) || data[i] != ':' {
-			return "", "", false
-		}
-		i = space(data, i+1)
+	ok = members(data, func(key string, value []byte) bool {
 		switch {
 		case key == "apiVersion" || key == "kind":
-			v, next, plain := str(data, i)
+			v, plain := plainString(value)
 			if !plain {
-				return "", "", false
+				return false
 			}
 			if key == "kind" {
 				kind = v
 			} else {
 				apiVersion = v
 			}
-			i = next
 		case strings.EqualFold(key, "apiVersion") || strings.EqualFold(key, "kind"):
 			// encoding/json matches field names case-insensitively.
-			return "", "", false
-		default:
-			if i = skip(data, i); i < 0 {
-				return "", "", false
-			}
+			return false
+		}
+		return true
+	})
+	if !ok {
+		return "", "", false
+	}
+	return apiVersion, kind, true
+}
+
+// members walks the top-level members of the JSON object in data, in
+// order, calling visit with each key (which must be plain: see str) and
+// the bytes of its value, found without validating them. It returns false
+// where data is not such an object or visit returns false.
+func members(data []byte, visit func(key string, value []byte) bool) bool {
+	i := space(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	i = space(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return true
+	}
+	for {
+		key, next, plain := str(data, i)
+		if !plain {
+			return false
+		}
+		i = space(data, next)
+		if i >= len(data) || data[i] != ':' {
+			return false
+		}
+		start := space(data, i+1)
+		if i = skip(data, start); i < 0 || !visit(key, data[start:i]) {
+			return false
 		}
 		i = space(data, i)
 		if i >= len(data) {
-			return "", "", false
+			return false
 		}
 		switch data[i] {
 		case ',':
 			i = space(data, i+1)
 		case '}':
-			return apiVersion, kind, true
+			return true
 		default:
-			return "", "", false
+			return false
 		}
 	}
+}
+
+// plainString is the value of a JSON string without escapes and of ASCII
+// only (see str) that is all of value.
+func plainString(value []byte) (string, bool) {
+	s, next, plain := str(value, 0)
+	return s, plain && next == len(value)
 }
 
 func space(data []byte, i int) int {
@@ -182,53 +201,25 @@ func skipString(data []byte, i int) int {
 // type, a type that is not a string). data must be valid JSON, as a
 // watch stream's frames are (the framer reads them with encoding/json).
 func Event(data []byte) (typ string, object []byte, ok bool) {
-	i := space(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return "", nil, false
-	}
-	i = space(data, i+1)
-	if i < len(data) && data[i] == '}' {
-		return "", nil, true
-	}
-	for {
-		key, next, plain := str(data, i)
-		if !plain {
-			return "", nil, false
-		}
-		i = space(data, next)
-		if i >= len(data) || data[i] != ':' {
-			return "", nil, false
-		}
-		i = space(data, i+1)
-		start := i
-		if i = skip(data, i); i < 0 {
-			return "", nil, false
-		}
+	ok = members(data, func(key string, value []byte) bool {
 		switch key {
 		case "type":
-			v, _, plain := str(data, start)
+			v, plain := plainString(value)
 			if !plain {
-				return "", nil, false
+				return false
 			}
 			typ = v
 		case "object":
-			if v := data[start:i]; string(v) == "null" {
+			if string(value) == "null" {
 				object = nil
 			} else {
-				object = v
+				object = value
 			}
 		}
-		i = space(data, i)
-		if i >= len(data) {
-			return "", nil, false
-		}
-		switch data[i] {
-		case ',':
-			i = space(data, i+1)
-		case '}':
-			return typ, object, true
-		default:
-			return "", nil, false
-		}
+		return true
+	})
+	if !ok {
+		return "", nil, false
 	}
+	return typ, object, true
 }
