@@ -378,7 +378,14 @@ func (c *clusterTest) runAdapter(ctx context.Context, t *testing.T) {
 	hpa := clientFor(t, h, harness.HPAServiceAccount)
 	nobody := clientFor(t, h, harness.ServiceAccountIdentity("default", "nobody"))
 	for _, gv := range []string{"custom.metrics.k8s.io/v1beta1", "custom.metrics.k8s.io/v1beta2", "external.metrics.k8s.io/v1beta1"} {
-		if _, err := hpa.Discovery().ServerResourcesForGroupVersion(gv); err != nil {
+		// Available comes from the aggregator's availability probe; its
+		// proxy picks up the patched port on its own, a moment later (this
+		// step once got a 503 right after Available).
+		err := harness.WaitReady(ctx, p, "discovery of "+gv+" as the HPA controller", 30*time.Second, func(context.Context) error {
+			_, err := hpa.Discovery().ServerResourcesForGroupVersion(gv)
+			return err
+		})
+		if err != nil {
 			t.Errorf("discovery of %s as the HPA controller: %v", gv, err)
 		}
 	}
