@@ -22,7 +22,8 @@ import (
 // Lister finds objects. Implementations are safe for concurrent use.
 type Lister interface {
 	// Names returns the sorted names of the objects of gvr in namespace
-	// ("" for cluster-scoped resources) whose labels match selector.
+	// ("" for cluster-scoped resources) whose labels match selector. The
+	// slice may be shared with other callers: do not modify it.
 	Names(ctx context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]string, error)
 	// Exists reports whether the object exists.
 	Exists(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (bool, error)
@@ -43,6 +44,7 @@ type informerLister struct {
 type watched struct {
 	lister   cache.GenericLister
 	informer cache.SharedIndexInformer
+	names    *nameMemo
 
 	mu      sync.Mutex
 	lastErr error
@@ -65,7 +67,8 @@ func (l *informerLister) get(ctx context.Context, gvr schema.GroupVersionResourc
 	w, ok := l.informers[gvr]
 	if !ok {
 		gi := l.factory.ForResource(gvr)
-		w = &watched{lister: gi.Lister(), informer: gi.Informer()}
+		w = &watched{lister: gi.Lister(), informer: gi.Informer(), names: newNameMemo()}
+		_, _ = w.informer.AddEventHandler(w.names.handler())
 		_ = w.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 			w.mu.Lock()
 			w.lastErr = err
@@ -107,15 +110,21 @@ func (l *informerLister) Names(ctx context.Context, gvr schema.GroupVersionResou
 	if selector == nil {
 		selector = labels.Everything()
 	}
-	// Straight from the index, as the lister would, without its copy of
-	// the objects.
+	return w.names.get(namespace, selector.String(), func() ([]string, error) {
+		return listNames(w.informer.GetIndexer(), namespace, selector)
+	})
+}
+
+// listNames lists the sorted names of the matching objects straight from
+// the index, as the lister would, without its copy of the objects.
+func listNames(indexer cache.Indexer, namespace string, selector labels.Selector) ([]string, error) {
 	var names []string
 	add := func(o any) {
 		if n, ok := o.(interface{ GetName() string }); ok {
 			names = append(names, n.GetName())
 		}
 	}
-	indexer := w.informer.GetIndexer()
+	var err error
 	if namespace == "" {
 		err = cache.ListAll(indexer, selector, add)
 	} else {

@@ -2,8 +2,11 @@ package objects_test
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -76,5 +79,137 @@ func TestInformerLister(t *testing.T) {
 	}
 	if after := len(client.Actions()); after != before {
 		t.Errorf("a lookup made %d API requests, want none", after-before)
+	}
+}
+
+// TestNamesRemembered: an answer is served again (the same slice) until an
+// object of its namespace is added, deleted or relabelled; other changes,
+// and changes in other namespaces, keep it.
+func TestNamesRemembered(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	client := metadatafake.NewSimpleMetadataClient(scheme,
+		pod("a", "web-1", map[string]string{"app": "web"}),
+		pod("a", "web-2", map[string]string{"app": "web"}),
+		pod("b", "web-9", map[string]string{"app": "web"}),
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l := objects.NewInformerLister(ctx, client)
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	podsA := client.Resource(pods).Namespace("a")
+	web := labels.SelectorFromSet(labels.Set{"app": "web"})
+	names := func(t *testing.T, ns string) []string {
+		t.Helper()
+		n, err := l.Names(ctx, pods, ns, web)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// eventually waits until namespace a's answer is want, and returns it.
+	eventually := func(t *testing.T, want string) []string {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n := names(t, "a")
+			if strings.Join(n, ",") == want {
+				return n
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("names in a: %q, want %q", strings.Join(n, ","), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	same := func(a, b []string) bool { return len(a) > 0 && len(b) > 0 && &a[0] == &b[0] }
+	// settle waits until the informer has handled the events the fake
+	// client made so far: a change with no effect on the answers.
+	settle := func(t *testing.T) {
+		t.Helper()
+		marker := pod("zz", "marker-"+strconv.Itoa(len(client.Actions())), nil)
+		if _, err := client.Resource(pods).Namespace("zz").(metadatafake.MetadataClient).CreateFake(marker, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n, err := l.Names(ctx, pods, "zz", labels.Everything())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(n, marker.Name) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the informer did not see the marker pod")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	first := eventually(t, "web-1,web-2")
+	steps := []struct {
+		name   string
+		change func() error
+		want   string
+		kept   bool
+	}{
+		{"no change", func() error { return nil }, "web-1,web-2", true},
+		{"another namespace changes", func() error {
+			_, err := client.Resource(pods).Namespace("b").(metadatafake.MetadataClient).CreateFake(pod("b", "web-8", map[string]string{"app": "web"}), metav1.CreateOptions{})
+			return err
+		}, "web-1,web-2", true},
+		{"annotations change", func() error {
+			p := pod("a", "web-1", map[string]string{"app": "web"})
+			p.Annotations = map[string]string{"note": "x"}
+			_, err := podsA.(metadatafake.MetadataClient).UpdateFake(p, metav1.UpdateOptions{})
+			return err
+		}, "web-1,web-2", true},
+		{"a pod is added", func() error {
+			_, err := podsA.(metadatafake.MetadataClient).CreateFake(pod("a", "web-3", map[string]string{"app": "web"}), metav1.CreateOptions{})
+			return err
+		}, "web-1,web-2,web-3", false},
+		{"a pod is relabelled", func() error {
+			_, err := podsA.(metadatafake.MetadataClient).UpdateFake(pod("a", "web-2", map[string]string{"app": "db"}), metav1.UpdateOptions{})
+			return err
+		}, "web-1,web-3", false},
+		{"a pod is deleted", func() error {
+			return podsA.Delete(ctx, "web-1", metav1.DeleteOptions{})
+		}, "web-3", false},
+	}
+	prev := first
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			if err := s.change(); err != nil {
+				t.Fatal(err)
+			}
+			settle(t)
+			got := eventually(t, s.want)
+			if kept := same(prev, got); kept != s.kept {
+				t.Errorf("answer kept: %v, want %v", kept, s.kept)
+			}
+			prev = got
+		})
+	}
+	// Every namespace's answer ("") changes with any namespace's objects.
+	all := func() []string {
+		n, err := l.Names(ctx, pods, "", web)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := all()
+	if again := all(); !same(before, again) {
+		t.Error("the all-namespaces answer was not kept")
+	}
+	if _, err := client.Resource(pods).Namespace("b").(metadatafake.MetadataClient).CreateFake(pod("b", "web-7", map[string]string{"app": "web"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t)
+	if got := strings.Join(all(), ","); got != "web-3,web-7,web-8,web-9" {
+		t.Errorf("all namespaces after an add in b: %q", got)
 	}
 }
