@@ -1,10 +1,17 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -68,4 +75,31 @@ func writeKubeconfig(path, server string, caPEM []byte, kp KeyPair, user string)
 		return fmt.Errorf("write kubeconfig %s: %w", path, err)
 	}
 	return os.Chmod(path, 0o600)
+}
+
+// RestConfigForServiceAccountToken returns a rest config that acts as the
+// ServiceAccount namespace/name with a bound token from the TokenRequest
+// API, as kube-controller-manager's controllers do with
+// --use-service-account-credentials. The ServiceAccount is created when
+// missing. Unlike a client certificate, which kube-apiserver verifies on
+// every request, a token is verified once and then found in the
+// apiserver's token cache, as for the real controllers.
+func (h *Harness) RestConfigForServiceAccountToken(ctx context.Context, namespace, name string, lifetime time.Duration) (*rest.Config, error) {
+	c, err := kubernetes.NewForConfig(h.Admin)
+	if err != nil {
+		return nil, err
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if _, err := c.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("create ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	seconds := int64(lifetime.Seconds())
+	tr, err := c.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("token for ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	cfg := rest.AnonymousClientConfig(h.Admin)
+	cfg.BearerToken = tr.Status.Token
+	return cfg, nil
 }

@@ -37,7 +37,8 @@
 // tidal binary, run as "baseline" right after this tree's: before/after
 // ratios from one run), TIDAL_BENCH_PEER (a prometheus-adapter binary, or "build" to build it
 // from test/bench/peer; unset: tidal only), TIDAL_BENCH_PPROF (a directory:
-// a CPU profile of tidal during each load, TIDAL_BENCH_PPROF_SECONDS long,
+// a CPU profile of tidal during each load, and of kube-apiserver during
+// each load through the aggregator, TIDAL_BENCH_PPROF_SECONDS long,
 // default 5).
 //
 // Figures depend on the machine and its load; nothing here asserts on
@@ -104,6 +105,9 @@ func setup(b *testing.B) (*harness.Harness, string, string) {
 		defer cancel()
 		opts := harness.Full()
 		opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+		if os.Getenv("TIDAL_BENCH_PPROF") != "" {
+			opts.APIServerArgs = append(opts.APIServerArgs, "--profiling=true")
+		}
 		if shared.bin, shared.err = harness.TidalBinary(ctx); shared.err != nil {
 			return
 		}

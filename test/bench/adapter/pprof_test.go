@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/tidal-autoscaler/tidal/test/harness"
 )
 
@@ -35,6 +37,27 @@ func startProfile(ctx context.Context, b *testing.B, h *harness.Harness, base, n
 	c.Timeout = time.Duration(seconds+30) * time.Second
 	go func() {
 		p.done <- fetchProfile(ctx, c, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, seconds), p.file)
+	}()
+	return p
+}
+
+// startAPIServerProfile does the same for kube-apiserver (profiling on
+// with TIDAL_BENCH_PPROF set, see setup), into NAME.kube-apiserver.cpu.pprof:
+// what proxying one request through the aggregator costs.
+func startAPIServerProfile(ctx context.Context, b *testing.B, h *harness.Harness, name string) *profiler {
+	dir := os.Getenv("TIDAL_BENCH_PPROF")
+	if dir == "" {
+		return nil
+	}
+	seconds := envInt("TIDAL_BENCH_PPROF_SECONDS", 5)
+	p := &profiler{done: make(chan error, 1), file: filepath.Join(dir, strings.NewReplacer("/", "_").Replace(name)+".kube-apiserver.cpu.pprof")}
+	c, err := rest.HTTPClientFor(h.Admin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Timeout = time.Duration(seconds+30) * time.Second
+	go func() {
+		p.done <- fetchProfile(ctx, c, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", h.APIServerURL, seconds), p.file)
 	}()
 	return p
 }

@@ -37,7 +37,8 @@
 // its once-a-minute history refresh: measure a multiple of 4 periods, as
 // the autoscalers were created together and refresh in step),
 // TIDAL_BENCH_PROFILE (a file: tidal runs with --profiling and a CPU
-// profile of its first measured period is written there).
+// profile of its first measured period is written there),
+// TIDAL_BENCH_KCM_PROFILE (the same for kube-controller-manager).
 //
 // Figures depend on the machine and its load; nothing here asserts on
 // time.
@@ -65,6 +66,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
@@ -136,7 +138,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		// Creating thousands of pods at the default 20 QPS takes minutes.
 		ControllerManagerArgs: []string{"--kube-api-qps=500", "--kube-api-burst=1000", "--concurrent-replicaset-syncs=20", "--concurrent-deployment-syncs=20"},
 		HPAController:         true,
-		HPAControllerArgs:     []string{fmt.Sprintf("--kube-api-qps=%d", cfg.kcmQPS), fmt.Sprintf("--kube-api-burst=%d", cfg.kcmQPS*3/2)},
+		HPAControllerArgs:     kcmArgs(cfg),
 		APIServerArgs:         apiArgs,
 		Logf:                  b.Logf,
 	})
@@ -200,6 +202,15 @@ func BenchmarkReconcileFleet(b *testing.B) {
 			b.Errorf("decisions differ: tidal desired replicas %v, kcm %v", t.desired, k.desired)
 		}
 	}
+}
+
+// kcmArgs are the HPA controller manager's extra flags.
+func kcmArgs(cfg config) []string {
+	args := []string{fmt.Sprintf("--kube-api-qps=%d", cfg.kcmQPS), fmt.Sprintf("--kube-api-burst=%d", cfg.kcmQPS*3/2)}
+	if os.Getenv("TIDAL_BENCH_KCM_PROFILE") != "" {
+		args = append(args, "--profiling=true")
+	}
+	return args
 }
 
 // fastClient is the admin client without a client-side rate limit, for
@@ -530,7 +541,71 @@ func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kuberne
 		}
 		return desired, with, nil
 	}
-	return measure(ctx, b, cfg, pid, []string{kcmUser}, auditLog, statuses, nil, nil)
+	var counter func(context.Context) (float64, error)
+	if profile := os.Getenv("TIDAL_BENCH_KCM_PROFILE"); profile != "" {
+		profiled := false
+		counter = func(ctx context.Context) (float64, error) {
+			if !profiled {
+				profiled = true
+				go func() {
+					if err := kcmProfile(ctx, h, pid, profile); err != nil {
+						b.Logf("kcm profile: %v", err)
+					}
+				}()
+			}
+			return 0, nil
+		}
+	}
+	r, err := measure(ctx, b, cfg, pid, []string{kcmUser}, auditLog, statuses, counter, nil)
+	if counter != nil {
+		// measure counts reconciles by the PodMetrics lists without a counter.
+		r.reconcilesPerPeriod = float64(r.requests.ByKind["list pods.metrics.k8s.io"]) / float64(cfg.periods)
+	}
+	return r, err
+}
+
+// kcmProfile writes a CPU profile of one sync period of the controller
+// manager pid, read from its secure port (found on its command line) as
+// the admin.
+func kcmProfile(ctx context.Context, h *harness.Harness, pid int, file string) error {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return err
+	}
+	port := ""
+	for _, arg := range strings.Split(string(cmdline), "\x00") {
+		if v, ok := strings.CutPrefix(arg, "--secure-port="); ok {
+			port = v
+		}
+	}
+	if port == "" {
+		return fmt.Errorf("no --secure-port on the command line of %d", pid)
+	}
+	cfg := rest.CopyConfig(h.Admin)
+	// The controller manager's serving certificate is self-signed.
+	cfg.TLSClientConfig.Insecure, cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = true, nil, ""
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%s/debug/pprof/profile?seconds=%d", port, int(syncPeriod.Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %s", url, resp.Status, data)
+	}
+	return os.WriteFile(file, data, 0o644)
 }
 
 // scrapeCounter sums every series of a counter on a Prometheus text
