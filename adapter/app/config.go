@@ -17,6 +17,7 @@ import (
 	generatedcustommetrics "sigs.k8s.io/custom-metrics-apiserver/pkg/generated/openapi/custommetrics"
 	generatedexternalmetrics "sigs.k8s.io/custom-metrics-apiserver/pkg/generated/openapi/externalmetrics"
 
+	"github.com/tidal-autoscaler/tidal/adapter/internal/authzcache"
 	"github.com/tidal-autoscaler/tidal/adapter/internal/frontproxy"
 	"github.com/tidal-autoscaler/tidal/adapter/resourcemetrics"
 	"github.com/tidal-autoscaler/tidal/internal/kubeconfig"
@@ -104,6 +105,11 @@ func (o *Options) Config() (*Config, error) {
 	serverConfig.Authentication.Authenticator = frontproxy.New(serverConfig.Authentication.RequestHeaderConfig, serverConfig.Authentication.Authenticator)
 	if err := o.Authorization.ApplyTo(&serverConfig.Authorization); err != nil {
 		return nil, fmt.Errorf("delegated authorization (see --authorization-kubeconfig): %w", err)
+	}
+	// Allow decisions are reused for a second without re-encoding the
+	// request's attributes as a SubjectAccessReview.
+	if serverConfig.Authorization.Authorizer != nil {
+		serverConfig.Authorization.Authorizer = authzcache.New(serverConfig.Authorization.Authorizer)
 	}
 	if err := o.Audit.ApplyTo(&serverConfig.Config); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
