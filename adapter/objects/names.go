@@ -5,84 +5,94 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
-// maxNameEntries bounds the remembered answers: selectors come from
-// requests. When full, the memo starts over.
-const maxNameEntries = 4096
+// maxEntries bounds each table of remembered answers: selectors come from
+// requests. When full, a table starts over.
+const maxEntries = 4096
 
-// nameMemo remembers Names answers per namespace and selector until an
-// object of that namespace is added, deleted or relabelled. Listing by
-// selector walks every object of the namespace; the HPA asks the same
-// question every sync, and pods' frequent status updates change neither
-// names nor labels.
+// selectMemo remembers which objects of a namespace a selector matches.
+// Listing by selector walks every object of the namespace, and the HPA
+// asks the same question every sync.
 //
-// The informer's handler bumps a namespace's generation after its cache
-// has changed, and an answer is stored with the generation read before
-// listing, so an answer is never kept past a change it did not see. An
-// answer may be served in the moment between a cache change and the
-// handler's bump: the same lag a watch-fed cache always has.
-type nameMemo struct {
+//   - Names answers stay until an object of the namespace is added,
+//     deleted or relabelled: pods' frequent status updates change neither
+//     names nor labels.
+//   - Select answers (the objects themselves) stay until any object of
+//     the namespace changes.
+//
+// The informer's handler counts a namespace's changes after its cache has
+// changed, and an answer is stored with the count read before listing, so
+// an answer is never kept past a change it did not see. An answer may be
+// served in the moment between a cache change and the handler's count:
+// the same lag a watch-fed cache always has.
+type selectMemo struct {
 	mu sync.Mutex
-	// gens counts the changes per namespace; all counts every change
-	// (for namespace "", every object); epoch counts changes of objects
+	// relabels counts adds, deletes and label changes per namespace;
+	// changes counts every event. Key "" counts every namespace's events
+	// (for answers across namespaces). epoch counts events of objects
 	// whose namespace is unknown, which invalidate every answer.
-	gens       map[string]uint64
-	all, epoch uint64
-	entries    map[nameKey]nameEntry
+	relabels, changes map[string]uint64
+	epoch             uint64
+	names             map[selectKey]remembered[[]string]
+	objects           map[selectKey]remembered[[]*metav1.PartialObjectMetadata]
 }
 
-type nameKey struct{ namespace, selector string }
+type selectKey struct{ namespace, selector string }
 
-type nameEntry struct {
-	gen   uint64
-	names []string
+type remembered[T any] struct {
+	gen uint64
+	v   T
 }
 
-func newNameMemo() *nameMemo {
-	return &nameMemo{gens: map[string]uint64{}, entries: map[nameKey]nameEntry{}}
-}
-
-// generation returns the count whose increase invalidates answers for
-// namespace. Call with mu held.
-func (m *nameMemo) generation(namespace string) uint64 {
-	if namespace == "" {
-		return m.epoch + m.all
+func newSelectMemo() *selectMemo {
+	return &selectMemo{
+		relabels: map[string]uint64{}, changes: map[string]uint64{},
+		names:   map[selectKey]remembered[[]string]{},
+		objects: map[selectKey]remembered[[]*metav1.PartialObjectMetadata]{},
 	}
-	return m.epoch + m.gens[namespace]
 }
 
-// get returns the remembered answer for namespace and selector, or lists
-// it and remembers it.
-func (m *nameMemo) get(namespace, selector string, list func() ([]string, error)) ([]string, error) {
-	key := nameKey{namespace, selector}
+// getNames returns the remembered names, or lists and remembers them.
+func (m *selectMemo) getNames(namespace, selector string, list func() ([]string, error)) ([]string, error) {
+	return lookup(m, m.names, m.relabels, selectKey{namespace, selector}, list)
+}
+
+// getObjects returns the remembered objects, or lists and remembers them.
+func (m *selectMemo) getObjects(namespace, selector string, list func() ([]*metav1.PartialObjectMetadata, error)) ([]*metav1.PartialObjectMetadata, error) {
+	return lookup(m, m.objects, m.changes, selectKey{namespace, selector}, list)
+}
+
+func lookup[T any](m *selectMemo, entries map[selectKey]remembered[T], counts map[string]uint64, key selectKey, list func() (T, error)) (T, error) {
 	m.mu.Lock()
-	gen := m.generation(namespace)
-	if e, ok := m.entries[key]; ok && e.gen == gen {
+	gen := m.epoch + counts[key.namespace]
+	if e, ok := entries[key]; ok && e.gen == gen {
 		m.mu.Unlock()
-		return e.names, nil
+		return e.v, nil
 	}
 	m.mu.Unlock()
-	names, err := list()
+	v, err := list()
 	if err != nil {
-		return nil, err
+		return v, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e, ok := m.entries[key]; ok && e.gen >= gen {
-		return names, nil // a concurrent caller stored one as new
+	if e, ok := entries[key]; ok && e.gen >= gen {
+		return v, nil // a concurrent caller stored one as new
 	}
-	if len(m.entries) >= maxNameEntries {
-		clear(m.entries)
+	if len(entries) >= maxEntries {
+		clear(entries)
 	}
-	m.entries[key] = nameEntry{gen: gen, names: names}
-	return names, nil
+	entries[key] = remembered[T]{gen: gen, v: v}
+	return v, nil
 }
 
-// changed records a change of obj (an informer's object, or its
-// DeletedFinalStateUnknown).
-func (m *nameMemo) changed(obj any) {
+// changed counts an event of obj (an informer's object, or its
+// DeletedFinalStateUnknown); relabel says whether it can change which
+// objects a selector matches.
+func (m *selectMemo) changed(obj any, relabel bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -93,22 +103,24 @@ func (m *nameMemo) changed(obj any) {
 		m.epoch++ // which namespace is unknown: invalidate every answer
 		return
 	}
-	m.gens[o.GetNamespace()]++
-	m.all++
+	for _, ns := range []string{o.GetNamespace(), ""} {
+		m.changes[ns]++
+		if relabel {
+			m.relabels[ns]++
+		}
+	}
 }
 
 // handler is the informer event handler that keeps the memo current.
-func (m *nameMemo) handler() cache.ResourceEventHandler {
+func (m *selectMemo) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { m.changed(obj) },
+		AddFunc: func(obj any) { m.changed(obj, true) },
 		UpdateFunc: func(old, obj any) {
 			o, err1 := meta.Accessor(old)
 			n, err2 := meta.Accessor(obj)
-			if err1 == nil && err2 == nil && maps.Equal(o.GetLabels(), n.GetLabels()) {
-				return // names never change, and labels did not
-			}
-			m.changed(obj)
+			// Names never change; labels may.
+			m.changed(obj, err1 != nil || err2 != nil || !maps.Equal(o.GetLabels(), n.GetLabels()))
 		},
-		DeleteFunc: func(obj any) { m.changed(obj) },
+		DeleteFunc: func(obj any) { m.changed(obj, true) },
 	}
 }

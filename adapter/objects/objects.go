@@ -44,7 +44,7 @@ type informerLister struct {
 type watched struct {
 	lister   cache.GenericLister
 	informer cache.SharedIndexInformer
-	names    *nameMemo
+	memo     *selectMemo
 
 	mu      sync.Mutex
 	lastErr error
@@ -67,8 +67,8 @@ func (l *informerLister) get(ctx context.Context, gvr schema.GroupVersionResourc
 	w, ok := l.informers[gvr]
 	if !ok {
 		gi := l.factory.ForResource(gvr)
-		w = &watched{lister: gi.Lister(), informer: gi.Informer(), names: newNameMemo()}
-		_, _ = w.informer.AddEventHandler(w.names.handler())
+		w = &watched{lister: gi.Lister(), informer: gi.Informer(), memo: newSelectMemo()}
+		_, _ = w.informer.AddEventHandler(w.memo.handler())
 		_ = w.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 			w.mu.Lock()
 			w.lastErr = err
@@ -110,7 +110,7 @@ func (l *informerLister) Names(ctx context.Context, gvr schema.GroupVersionResou
 	if selector == nil {
 		selector = labels.Everything()
 	}
-	return w.names.get(namespace, selector.String(), func() ([]string, error) {
+	return w.memo.getNames(namespace, selector.String(), func() ([]string, error) {
 		return listNames(w.informer.GetIndexer(), namespace, selector)
 	})
 }

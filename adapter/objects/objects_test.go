@@ -213,3 +213,78 @@ func TestNamesRemembered(t *testing.T) {
 		t.Errorf("all namespaces after an add in b: %q", got)
 	}
 }
+
+// TestSelectRemembered: the objects a selector matches are served again
+// (the same slice) until any object of the namespace changes, and are
+// sorted by name.
+func TestSelectRemembered(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	client := metadatafake.NewSimpleMetadataClient(scheme,
+		pod("a", "web-2", map[string]string{"app": "web"}),
+		pod("a", "web-1", map[string]string{"app": "web"}),
+		pod("b", "web-9", map[string]string{"app": "web"}),
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l := objects.NewInformerLister(ctx, client).(objects.CacheLister)
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	fake := func(ns string) metadatafake.MetadataClient {
+		return client.Resource(pods).Namespace(ns).(metadatafake.MetadataClient)
+	}
+	web := labels.SelectorFromSet(labels.Set{"app": "web"})
+	// until waits until namespace a's answer satisfies ok, and returns it.
+	until := func(t *testing.T, what string, ok func([]*metav1.PartialObjectMetadata) bool) []*metav1.PartialObjectMetadata {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, err := l.Select(ctx, pods, "a", web)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok(got) {
+				return got
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("namespace a never had %s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	names := func(objs []*metav1.PartialObjectMetadata) string {
+		var n []string
+		for _, o := range objs {
+			n = append(n, o.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	first := until(t, "web-1,web-2", func(o []*metav1.PartialObjectMetadata) bool { return names(o) == "web-1,web-2" })
+	again, err := l.Select(ctx, pods, "a", web)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &again[0] != &first[0] {
+		t.Error("an unchanged namespace's answer was not kept")
+	}
+	if _, err := fake("b").CreateFake(pod("b", "web-8", map[string]string{"app": "web"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// An annotation change is an event of namespace a: the answer follows.
+	p := pod("a", "web-1", map[string]string{"app": "web"})
+	p.Annotations = map[string]string{"note": "x"}
+	if _, err := fake("a").UpdateFake(p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := until(t, "the annotated web-1", func(o []*metav1.PartialObjectMetadata) bool {
+		return len(o) == 2 && o[0].Annotations["note"] == "x"
+	})
+	if &got[0] == &first[0] {
+		t.Error("the answer was kept past a change in its namespace")
+	}
+	if _, err := fake("a").CreateFake(pod("a", "web-0", map[string]string{"app": "web"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "web-0,web-1,web-2", func(o []*metav1.PartialObjectMetadata) bool { return names(o) == "web-0,web-1,web-2" })
+}

@@ -67,6 +67,12 @@ func (s *syncedLister) lister() (cache.GenericLister, error) {
 	return s.l.GenericLister(s.ctx, s.gvr)
 }
 
+// Select lists the matching objects from the remembered answers of
+// objects.CacheLister.Select.
+func (s *syncedLister) Select(namespace string, selector labels.Selector) ([]*metav1.PartialObjectMetadata, error) {
+	return s.l.Select(s.ctx, s.gvr, namespace, selector)
+}
+
 func (s *syncedLister) List(selector labels.Selector) ([]runtime.Object, error) {
 	l, err := s.lister()
 	if err != nil {

@@ -1,12 +1,14 @@
 package resourcemetrics_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,7 +32,10 @@ import (
 )
 
 // fakeCaches is an objects.CacheLister over fixed pods and nodes.
-type fakeCaches struct{ objs map[string][]runtime.Object }
+type fakeCaches struct {
+	objs     map[string][]runtime.Object
+	selected *sync.Map
+}
 
 func (f fakeCaches) GenericLister(_ context.Context, gvr schema.GroupVersionResource) (cache.GenericLister, error) {
 	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
@@ -42,6 +47,36 @@ func (f fakeCaches) GenericLister(_ context.Context, gvr schema.GroupVersionReso
 	return cache.NewGenericLister(idx, gvr.GroupResource()), nil
 }
 
+// Select answers like objects.CacheLister.Select, from a new index each
+// time, but hands every caller the same slice for the same question, as
+// the remembered answers do (so -race sees a storage that modifies it).
+func (f fakeCaches) Select(ctx context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*metav1.PartialObjectMetadata, error) {
+	key := gvr.Resource + "/" + namespace + "?" + selector.String()
+	if v, ok := f.selected.Load(key); ok {
+		return v.([]*metav1.PartialObjectMetadata), nil
+	}
+	l, err := f.GenericLister(ctx, gvr)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := l.ByNamespace(namespace).List(selector)
+	if namespace == "" {
+		objs, err = l.List(selector)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []*metav1.PartialObjectMetadata
+	for _, o := range objs {
+		out = append(out, o.(*metav1.PartialObjectMetadata))
+	}
+	slices.SortFunc(out, func(a, b *metav1.PartialObjectMetadata) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	v, _ := f.selected.LoadOrStore(key, out)
+	return v.([]*metav1.PartialObjectMetadata), nil
+}
+
 func (fakeCaches) Names(context.Context, schema.GroupVersionResource, string, labels.Selector) ([]string, error) {
 	return nil, nil
 }
@@ -51,7 +86,7 @@ func (fakeCaches) Exists(context.Context, schema.GroupVersionResource, string, s
 }
 
 // defaultCaches hold pods ns/a, ns/b, ns/c, other/d and nodes n, m.
-var defaultCaches = fakeCaches{objs: map[string][]runtime.Object{
+var defaultCaches = fakeCaches{selected: &sync.Map{}, objs: map[string][]runtime.Object{
 	"pods": {pod("ns", "a"), pod("ns", "b"), pod("ns", "c"), pod("other", "d")},
 	"nodes": {
 		&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "n"}},
@@ -245,7 +280,7 @@ func TestServedShared(t *testing.T) {
 	p := podsAB(t, time.Minute, func() time.Time { return time.Unix(1800000000, 0) })
 	a, b := pod("ns", "a"), pod("ns", "b")
 	a.ResourceVersion, b.ResourceVersion = "10", "11"
-	base := serveFrom(t, p, fakeCaches{objs: map[string][]runtime.Object{"pods": {a, b}, "nodes": nil}})
+	base := serveFrom(t, p, fakeCaches{selected: &sync.Map{}, objs: map[string][]runtime.Object{"pods": {a, b}, "nodes": nil}})
 
 	const protobuf = "application/vnd.kubernetes.protobuf"
 	bodies := map[string]map[string]int{}

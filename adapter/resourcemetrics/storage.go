@@ -107,15 +107,14 @@ func (*nodeStorage) GetSingularName() string { return "" }
 func (s *podStorage) List(ctx context.Context, options *metainternalversion.ListOptions) (runtime.Object, error) {
 	namespace := genericapirequest.NamespaceValue(ctx)
 	sel, fieldSel := selectors(options)
-	objs, err := s.pods.ByNamespace(namespace).List(sel)
+	pods, err := s.selectPods(namespace, sel)
 	if err != nil {
 		return &metrics.PodMetricsList{}, fmt.Errorf("failed listing pods: %w", err)
 	}
-	pods := make([]*metav1.PartialObjectMetadata, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := o.(*metav1.PartialObjectMetadata); ok && (fieldSel == nil || fieldSel.Matches(generic.AddObjectMetaFieldsSet(fields.Set{}, &p.ObjectMeta, true))) {
-			pods = append(pods, p)
-		}
+	if fieldSel != nil {
+		pods = slices.DeleteFunc(slices.Clone(pods), func(p *metav1.PartialObjectMetadata) bool {
+			return !fieldSel.Matches(generic.AddObjectMetaFieldsSet(fields.Set{}, &p.ObjectMeta, true))
+		})
 	}
 	request := namespace + "?" + sel.String()
 	if fieldSel != nil {
@@ -131,13 +130,41 @@ func (s *podStorage) List(ctx context.Context, options *metainternalversion.List
 	return l, nil
 }
 
+// podSelector is implemented by the pods lister Install gives: it
+// remembers which pods a selector matches (objects.CacheLister.Select).
+type podSelector interface {
+	Select(namespace string, selector labels.Selector) ([]*metav1.PartialObjectMetadata, error)
+}
+
+// selectPods returns the pods of namespace matching sel; the slice may be
+// shared: do not modify it.
+func (s *podStorage) selectPods(namespace string, sel labels.Selector) ([]*metav1.PartialObjectMetadata, error) {
+	if ps, ok := s.pods.(podSelector); ok {
+		return ps.Select(namespace, sel)
+	}
+	objs, err := s.pods.ByNamespace(namespace).List(sel)
+	if err != nil {
+		return nil, err
+	}
+	pods := make([]*metav1.PartialObjectMetadata, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*metav1.PartialObjectMetadata); ok {
+			pods = append(pods, p)
+		}
+	}
+	return pods, nil
+}
+
 // list answers in namespace and name order for the pods request selected
 // (see Provider.PodMetricsListFor). The pods are sorted first: the getter
 // keeps their order, and swapping pointers is cheaper than swapping
 // PodMetrics. The Provider's list may be shared between requests: it is
 // never modified here.
 func (s *podStorage) list(request string, pods []*metav1.PartialObjectMetadata) (*metrics.PodMetricsList, error) {
-	sortPods(pods)
+	if !slices.IsSortedFunc(pods, podOrder) {
+		pods = slices.Clone(pods) // may be shared: not sorted in place
+		slices.SortFunc(pods, podOrder)
+	}
 	var l *metrics.PodMetricsList
 	if g, ok := s.metrics.(podMetricsForRequest); ok {
 		var err error
@@ -162,10 +189,8 @@ func (s *podStorage) list(request string, pods []*metav1.PartialObjectMetadata) 
 	return l, nil
 }
 
-func sortPods(pods []*metav1.PartialObjectMetadata) {
-	slices.SortFunc(pods, func(a, b *metav1.PartialObjectMetadata) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
+func podOrder(a, b *metav1.PartialObjectMetadata) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
 func byName(a, b metrics.PodMetrics) int {
