@@ -182,8 +182,8 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		if err != nil {
 			b.Fatalf("phase %s: %v", phase, err)
 		}
-		b.Logf("%s per period: %.2f CPU-s, %.0f reconciles, requests %s; desired replicas %v",
-			phase, r.cpuPerPeriod, r.reconcilesPerPeriod, r.requests, r.desired)
+		b.Logf("%s per period: %.2f CPU-s, %.0f reconciles, %.0f requests; requests over the %d periods: %s; desired replicas %v",
+			phase, r.cpuPerPeriod, r.reconcilesPerPeriod, float64(r.requests.Total)/float64(cfg.periods), cfg.periods, r.requests, r.desired)
 		results[phase] = r
 		b.ReportMetric(r.cpuPerPeriod, phase+"-cpu-s/period")
 		b.ReportMetric(float64(r.requests.Total)/float64(cfg.periods), phase+"-requests/period")
