@@ -24,21 +24,29 @@ func pod(ns, name string, l map[string]string) *metav1.PartialObjectMetadata {
 	}
 }
 
-func TestInformerLister(t *testing.T) {
+var pods = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+// newLister returns a fake metadata client holding objs and an informer
+// lister over it that runs until the test ends.
+func newLister(t *testing.T, objs ...runtime.Object) (*metadatafake.FakeMetadataClient, objects.Lister, context.Context) {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := metav1.AddMetaToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	client := metadatafake.NewSimpleMetadataClient(scheme,
+	client := metadatafake.NewSimpleMetadataClient(scheme, objs...)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return client, objects.NewInformerLister(ctx, client), ctx
+}
+
+func TestInformerLister(t *testing.T) {
+	client, l, ctx := newLister(t,
 		pod("a", "web-2", map[string]string{"app": "web"}),
 		pod("a", "web-1", map[string]string{"app": "web"}),
 		pod("a", "db-1", map[string]string{"app": "db"}),
 		pod("b", "web-9", map[string]string{"app": "web"}),
 	)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	l := objects.NewInformerLister(ctx, client)
-	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 	tests := []struct {
 		name, ns, selector, want string
@@ -86,19 +94,11 @@ func TestInformerLister(t *testing.T) {
 // object of its namespace is added, deleted or relabelled; other changes,
 // and changes in other namespaces, keep it.
 func TestNamesRemembered(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := metav1.AddMetaToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	client := metadatafake.NewSimpleMetadataClient(scheme,
+	client, l, ctx := newLister(t,
 		pod("a", "web-1", map[string]string{"app": "web"}),
 		pod("a", "web-2", map[string]string{"app": "web"}),
 		pod("b", "web-9", map[string]string{"app": "web"}),
 	)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	l := objects.NewInformerLister(ctx, client)
-	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	podsA := client.Resource(pods).Namespace("a")
 	web := labels.SelectorFromSet(labels.Set{"app": "web"})
 	names := func(t *testing.T, ns string) []string {
@@ -218,19 +218,12 @@ func TestNamesRemembered(t *testing.T) {
 // (the same slice) until any object of the namespace changes, and are
 // sorted by name.
 func TestSelectRemembered(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := metav1.AddMetaToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	client := metadatafake.NewSimpleMetadataClient(scheme,
+	client, lister, ctx := newLister(t,
 		pod("a", "web-2", map[string]string{"app": "web"}),
 		pod("a", "web-1", map[string]string{"app": "web"}),
 		pod("b", "web-9", map[string]string{"app": "web"}),
 	)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	l := objects.NewInformerLister(ctx, client).(objects.CacheLister)
-	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	l := lister.(objects.CacheLister)
 	fake := func(ns string) metadatafake.MetadataClient {
 		return client.Resource(pods).Namespace(ns).(metadatafake.MetadataClient)
 	}

@@ -588,24 +588,11 @@ func kcmProfile(ctx context.Context, h *harness.Harness, pid int, file string) e
 	if err != nil {
 		return err
 	}
-	url := fmt.Sprintf("https://127.0.0.1:%s/debug/pprof/profile?seconds=%d", port, int(syncPeriod.Seconds()))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	data, err := httpGetWith(ctx, client, fmt.Sprintf("https://127.0.0.1:%s/debug/pprof/profile?seconds=%d", port, int(syncPeriod.Seconds())))
 	if err != nil {
 		return err
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s: %s", url, resp.Status, data)
-	}
-	return os.WriteFile(file, data, 0o644)
+	return os.WriteFile(file, []byte(data), 0o644)
 }
 
 // scrapeCounter sums every series of a counter on a Prometheus text
@@ -636,11 +623,17 @@ func scrapeCounter(ctx context.Context, url, name string) (float64, error) {
 }
 
 func httpGet(ctx context.Context, url string) (string, error) {
+	return httpGetWith(ctx, http.DefaultClient, url)
+}
+
+// httpGetWith GETs url with client and returns the body; any status but
+// 200 is an error.
+func httpGetWith(ctx context.Context, client *http.Client, url string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return "", err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return "", err
 	}
