@@ -9,9 +9,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// maxEntries bounds each table of remembered answers: selectors come from
-// requests. When full, a table starts over.
-const maxEntries = 4096
+// Each table of remembered answers is bounded, as selectors come from
+// requests: at most maxEntries answers holding maxItems names or objects
+// in all (a few MiB). When full, a table starts over.
+const (
+	maxEntries = 4096
+	maxItems   = 1 << 18
+)
 
 // selectMemo remembers which objects of a namespace a selector matches.
 // Listing by selector walks every object of the namespace, and the HPA
@@ -36,39 +40,45 @@ type selectMemo struct {
 	// whose namespace is unknown, which invalidate every answer.
 	relabels, changes map[string]uint64
 	epoch             uint64
-	names             map[selectKey]remembered[[]string]
-	objects           map[selectKey]remembered[[]*metav1.PartialObjectMetadata]
+	names             table[[]string]
+	objects           table[[]*metav1.PartialObjectMetadata]
+}
+
+// table holds remembered answers and how many items they hold in all.
+type table[S any] struct {
+	entries map[selectKey]remembered[S]
+	items   int
 }
 
 type selectKey struct{ namespace, selector string }
 
-type remembered[T any] struct {
+type remembered[S any] struct {
 	gen uint64
-	v   T
+	v   S
 }
 
 func newSelectMemo() *selectMemo {
 	return &selectMemo{
 		relabels: map[string]uint64{}, changes: map[string]uint64{},
-		names:   map[selectKey]remembered[[]string]{},
-		objects: map[selectKey]remembered[[]*metav1.PartialObjectMetadata]{},
+		names:   table[[]string]{entries: map[selectKey]remembered[[]string]{}},
+		objects: table[[]*metav1.PartialObjectMetadata]{entries: map[selectKey]remembered[[]*metav1.PartialObjectMetadata]{}},
 	}
 }
 
 // getNames returns the remembered names, or lists and remembers them.
 func (m *selectMemo) getNames(namespace, selector string, list func() ([]string, error)) ([]string, error) {
-	return lookup(m, m.names, m.relabels, selectKey{namespace, selector}, list)
+	return lookup(m, &m.names, m.relabels, selectKey{namespace, selector}, list)
 }
 
 // getObjects returns the remembered objects, or lists and remembers them.
 func (m *selectMemo) getObjects(namespace, selector string, list func() ([]*metav1.PartialObjectMetadata, error)) ([]*metav1.PartialObjectMetadata, error) {
-	return lookup(m, m.objects, m.changes, selectKey{namespace, selector}, list)
+	return lookup(m, &m.objects, m.changes, selectKey{namespace, selector}, list)
 }
 
-func lookup[T any](m *selectMemo, entries map[selectKey]remembered[T], counts map[string]uint64, key selectKey, list func() (T, error)) (T, error) {
+func lookup[S ~[]E, E any](m *selectMemo, t *table[S], counts map[string]uint64, key selectKey, list func() (S, error)) (S, error) {
 	m.mu.Lock()
 	gen := m.epoch + counts[key.namespace]
-	if e, ok := entries[key]; ok && e.gen == gen {
+	if e, ok := t.entries[key]; ok && e.gen == gen {
 		m.mu.Unlock()
 		return e.v, nil
 	}
@@ -79,13 +89,22 @@ func lookup[T any](m *selectMemo, entries map[selectKey]remembered[T], counts ma
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e, ok := entries[key]; ok && e.gen >= gen {
+	old, ok := t.entries[key]
+	if ok && old.gen >= gen {
 		return v, nil // a concurrent caller stored one as new
 	}
-	if len(entries) >= maxEntries {
-		clear(entries)
+	if ok {
+		t.items -= len(old.v)
 	}
-	entries[key] = remembered[T]{gen: gen, v: v}
+	if len(t.entries) >= maxEntries || t.items+len(v) > maxItems {
+		clear(t.entries)
+		t.items = 0
+	}
+	if len(v) > maxItems {
+		return v, nil // too large to keep
+	}
+	t.entries[key] = remembered[S]{gen: gen, v: v}
+	t.items += len(v)
 	return v, nil
 }
 
