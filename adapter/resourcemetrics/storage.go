@@ -38,10 +38,10 @@ import (
 // a Prometheus outage would be a 500 like a bug. Here a backend that is
 // down or too slow is a 503 ServiceUnavailable naming it (see getterError).
 type podStorage struct {
-	metrics msapi.PodMetricsGetter
-	pods    cache.GenericLister
-	// encodings, when set, keeps the encodings of the lists the Provider
-	// shares between requests.
+	metrics podMetricsForRequest
+	pods    podLister
+	// encodings keeps the encodings of the lists the Provider shares
+	// between requests.
 	encodings *encodecache.Cache[metrics.PodMetricsList]
 }
 
@@ -50,6 +50,13 @@ type podStorage struct {
 // request (see Provider.PodMetricsListFor).
 type podMetricsForRequest interface {
 	PodMetricsListFor(request string, pods ...*metav1.PartialObjectMetadata) (*metrics.PodMetricsList, error)
+}
+
+// podLister is the pods' watch cache (syncedLister): Get for one pod,
+// Select for the remembered answers of objects.CacheLister.Select.
+type podLister interface {
+	cache.GenericLister
+	Select(namespace string, selector labels.Selector) ([]*metav1.PartialObjectMetadata, error)
 }
 
 type nodeStorage struct {
@@ -107,7 +114,7 @@ func (*nodeStorage) GetSingularName() string { return "" }
 func (s *podStorage) List(ctx context.Context, options *metainternalversion.ListOptions) (runtime.Object, error) {
 	namespace := genericapirequest.NamespaceValue(ctx)
 	sel, fieldSel := selectors(options)
-	pods, err := s.selectPods(namespace, sel)
+	pods, err := s.pods.Select(namespace, sel)
 	if err != nil {
 		return &metrics.PodMetricsList{}, fmt.Errorf("failed listing pods: %w", err)
 	}
@@ -124,35 +131,8 @@ func (s *podStorage) List(ctx context.Context, options *metainternalversion.List
 	if err != nil {
 		return &metrics.PodMetricsList{}, getterError("failed reading pods metrics", err)
 	}
-	if s.encodings != nil {
-		s.encodings.Remember(l)
-	}
+	s.encodings.Remember(l)
 	return l, nil
-}
-
-// podSelector is implemented by the pods lister Install gives: it
-// remembers which pods a selector matches (objects.CacheLister.Select).
-type podSelector interface {
-	Select(namespace string, selector labels.Selector) ([]*metav1.PartialObjectMetadata, error)
-}
-
-// selectPods returns the pods of namespace matching sel; the slice may be
-// shared: do not modify it.
-func (s *podStorage) selectPods(namespace string, sel labels.Selector) ([]*metav1.PartialObjectMetadata, error) {
-	if ps, ok := s.pods.(podSelector); ok {
-		return ps.Select(namespace, sel)
-	}
-	objs, err := s.pods.ByNamespace(namespace).List(sel)
-	if err != nil {
-		return nil, err
-	}
-	pods := make([]*metav1.PartialObjectMetadata, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := o.(*metav1.PartialObjectMetadata); ok {
-			pods = append(pods, p)
-		}
-	}
-	return pods, nil
 }
 
 // list answers in namespace and name order for the pods request selected
@@ -165,18 +145,9 @@ func (s *podStorage) list(request string, pods []*metav1.PartialObjectMetadata) 
 		pods = slices.Clone(pods) // may be shared: not sorted in place
 		slices.SortFunc(pods, podOrder)
 	}
-	var l *metrics.PodMetricsList
-	if g, ok := s.metrics.(podMetricsForRequest); ok {
-		var err error
-		if l, err = g.PodMetricsListFor(request, pods...); err != nil {
-			return nil, err
-		}
-	} else {
-		ms, err := s.metrics.GetPodMetrics(pods...)
-		if err != nil {
-			return nil, err
-		}
-		l = &metrics.PodMetricsList{Items: ms}
+	l, err := s.metrics.PodMetricsListFor(request, pods...)
+	if err != nil {
+		return nil, err
 	}
 	if l == nil {
 		return &metrics.PodMetricsList{}, nil
