@@ -7,34 +7,68 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"testing"
 )
 
 var (
-	buildOnce sync.Once
+	buildMu   sync.Mutex
+	buildDone bool
+	buildDir  string
 	buildPath string
 	buildErr  error
 )
 
-// TidalBinary builds ./cmd/tidal once per test process and returns its path.
-// Tests run the real binary, flags and all, the way users do.
+// TidalBinary builds ./cmd/tidal once per process and returns its path.
+// Tests run the real binary, flags and all, the way users do. The binary
+// (about 115 MB) lives in a temporary directory until RemoveTidalBinary:
+// a process that builds it must call that before it exits (RunTests does),
+// or every test run leaves a copy behind.
 func TidalBinary(ctx context.Context) (string, error) {
-	buildOnce.Do(func() {
-		root, err := RepoRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "tidal-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildPath = filepath.Join(dir, "tidal")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", buildPath, "./cmd/tidal")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/tidal: %w\n%s", err, out)
-		}
-	})
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if buildDone {
+		return buildPath, buildErr
+	}
+	buildDone = true
+	root, err := RepoRoot()
+	if err != nil {
+		buildErr = err
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "tidal-bin-")
+	if err != nil {
+		buildErr = err
+		return "", err
+	}
+	buildDir = dir
+	buildPath = filepath.Join(dir, "tidal")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", buildPath, "./cmd/tidal")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		buildErr = fmt.Errorf("go build ./cmd/tidal: %w\n%s", err, out)
+	}
 	return buildPath, buildErr
+}
+
+// RemoveTidalBinary deletes the binary TidalBinary built, if any; a later
+// TidalBinary builds it again.
+func RemoveTidalBinary() error {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	dir := buildDir
+	buildDone, buildDir, buildPath, buildErr = false, "", "", nil
+	if dir == "" {
+		return nil
+	}
+	return os.RemoveAll(dir)
+}
+
+// RunTests runs m and then removes the binary TidalBinary built; a test
+// package's TestMain passes its result to os.Exit.
+func RunTests(m *testing.M) int {
+	code := m.Run()
+	if err := RemoveTidalBinary(); err != nil {
+		fmt.Fprintf(os.Stderr, "remove the tidal binary: %v\n", err)
+	}
+	return code
 }

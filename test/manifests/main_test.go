@@ -39,7 +39,7 @@ var (
 // TestMain stops the package's harness, if a test started one, after all
 // tests; its files are kept when a test failed.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := harness.RunTests(m)
 	if cluster != nil {
 		if err := cluster.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "stop harness: %v\n", err)

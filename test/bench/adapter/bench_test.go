@@ -88,7 +88,7 @@ var (
 
 // TestMain stops the shared harness after the benchmarks.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := harness.RunTests(m)
 	if shared.h != nil {
 		if err := shared.h.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "stop harness: %v\n", err)

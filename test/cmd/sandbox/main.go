@@ -56,6 +56,8 @@ func run() error {
 	if *verbose {
 		cfg.Logf = func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
 	}
+	// The tidal binary the sandbox builds is removed when it ends.
+	defer func() { _ = harness.RemoveTidalBinary() }()
 	_, err = sandbox.Run(ctx, cfg)
 	return err
 }

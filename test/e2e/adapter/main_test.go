@@ -64,7 +64,7 @@ func TestMain(m *testing.M) {
 	h, err := setup(ctx)
 	cancel()
 	env.h, env.setupErr = h, err
-	code := m.Run()
+	code := harness.RunTests(m)
 	if h != nil {
 		if code != 0 || env.setupErr != nil {
 			fmt.Fprintf(os.Stderr, "harness files kept in %s\n", h.Dir)

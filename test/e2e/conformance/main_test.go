@@ -73,12 +73,12 @@ func run(m *testing.M) int {
 	})
 	if err != nil {
 		env.setupErr = err
-		return m.Run()
+		return harness.RunTests(m)
 	}
 	env.h = h
 	env.setupErr = setup(ctx, h)
 	fmt.Fprintf(os.Stderr, "conformance: environment ready in %s\n", time.Since(start).Round(time.Millisecond))
-	code := m.Run()
+	code := harness.RunTests(m)
 	cancel()
 	if env.metrics != nil {
 		_ = env.metrics.Wait()
