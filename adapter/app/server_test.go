@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"k8s.io/client-go/kubernetes"
 )
 
 // closedAddress returns a loopback address nothing listens on, standing in
@@ -233,5 +235,45 @@ func TestConfigWithoutCluster(t *testing.T) {
 	_, err := o.Config()
 	if err == nil || !strings.Contains(err.Error(), "--kubeconfig") {
 		t.Fatalf("Config() = %v, want an error telling to set --kubeconfig", err)
+	}
+}
+
+// TestKubeClientDoesNotAskForGzip: the adapter's cluster client sends no
+// Accept-Encoding: gzip, so the API server does not compress the pod and
+// node lists and watch streams its informers read.
+func TestKubeClientDoesNotAskForGzip(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- r.Header.Get("Accept-Encoding"):
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"major":"1","minor":"37","gitVersion":"v1.37.0"}`)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	o := parse(t,
+		"--prometheus-url=http://prometheus.invalid:9090",
+		"--kubeconfig="+writeKubeconfig(t, dir, strings.TrimPrefix(srv.URL, "https://")),
+		"--authentication-skip-lookup",
+		"--cert-dir="+filepath.Join(dir, "certs"),
+	)
+	if errs := o.Validate(); len(errs) > 0 {
+		t.Fatalf("Validate() = %v", errs)
+	}
+	cfg, err := o.Config()
+	if err != nil {
+		t.Fatalf("Config() = %v", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg.Kube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Discovery().ServerVersion(); err != nil {
+		t.Fatalf("GET /version: %v", err)
+	}
+	if enc := <-got; enc != "" {
+		t.Errorf("Accept-Encoding %q, want none", enc)
 	}
 }
