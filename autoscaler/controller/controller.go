@@ -55,13 +55,15 @@ type Options struct {
 }
 
 // Controller reconciles autoscalers: informer events enqueue keys, workers
-// reconcile them, and every key is re-queued one sync period after each
-// reconcile, so the rate limiter of the queue is the resync timer.
+// reconcile them, and every key is re-queued for one sync period after it
+// was due (see cadence).
 type Controller struct {
-	r      *reconciler
-	queue  workqueue.TypedRateLimitingInterface[string]
-	synced []cache.InformerSynced
-	ready  atomic.Bool
+	r       *reconciler
+	queue   workqueue.TypedDelayingInterface[string]
+	cadence *cadence
+	period  time.Duration
+	synced  []cache.InformerSynced
+	ready   atomic.Bool
 }
 
 // New creates a controller and registers its event handlers. Start the
@@ -92,10 +94,11 @@ func New(o Options) (*Controller, error) {
 			metrics: o.Metrics, recorder: o.Recorder, monitor: o.Monitor, cfg: o.Decision.WithDefaults(),
 			clock: o.Clock, history: newHistoryStore(), selectors: newSelectorTracker(),
 		},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			newFixedIntervalRateLimiter(o.SyncPeriod),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "tidal-autoscaler", MetricsProvider: o.Monitor.queue},
+		queue: workqueue.NewTypedDelayingQueueWithConfig(
+			workqueue.TypedDelayingQueueConfig[string]{Name: "tidal-autoscaler", MetricsProvider: o.Monitor.queue},
 		),
+		cadence: newCadence(o.SyncPeriod),
+		period:  o.SyncPeriod,
 	}
 	if m, ok := o.Metrics.(interface{ shareNamespaceLists(func(string) bool) }); ok {
 		m.shareNamespaceLists(func(namespace string) bool { return c.r.selectors.count(namespace) > 1 })
@@ -150,17 +153,28 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	due := c.cadence.started(key, c.r.clock.Now())
 	deleted, err := c.r.reconcileKey(ctx, key)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Reconciling an autoscaler failed", "key", key)
 	}
-	// Always come back after one sync period, errors included; an item
-	// already waiting makes this a no-op, so each key is reconciled once
-	// per period.
+	// Always come back one sync period after this reconcile was due,
+	// errors included; an earlier time already waiting wins, so each key
+	// is reconciled once per period.
 	if !deleted {
-		c.queue.AddRateLimited(key)
+		c.scheduleAt(key, nextDue(due, c.r.clock.Now(), c.period))
 	}
 	return true
+}
+
+// scheduleAt queues key for t: at once when t is not in the future.
+func (c *Controller) scheduleAt(key string, t time.Time) {
+	c.cadence.scheduled(key, t)
+	if d := t.Sub(c.r.clock.Now()); d > 0 {
+		c.queue.AddAfter(key, d)
+		return
+	}
+	c.queue.Add(key)
 }
 
 func keyOf(obj any) (string, bool) {
@@ -183,7 +197,7 @@ func (c *Controller) add(obj any) {
 	if c.r.selectors.putIfAbsent(ns, key, labels.Nothing()) {
 		c.r.monitor.autoscalerAdded()
 	}
-	c.queue.Add(key)
+	c.scheduleAt(key, c.r.clock.Now())
 }
 
 // update queues at once on a spec change (metadata.generation bumped);
@@ -197,7 +211,7 @@ func (c *Controller) update(oldObj, newObj any) {
 		return
 	}
 	if key, ok := keyOf(newObj); ok {
-		c.queue.AddRateLimited(key)
+		c.scheduleAt(key, c.r.clock.Now().Add(c.period))
 	}
 }
 
@@ -207,7 +221,7 @@ func (c *Controller) delete(obj any) {
 	if !ok {
 		return
 	}
-	c.queue.Forget(key)
+	c.cadence.forget(key)
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
 	if c.r.selectors.delete(ns, key) {
 		c.r.monitor.autoscalerDeleted()
@@ -215,15 +229,3 @@ func (c *Controller) delete(obj any) {
 	c.r.history.forget(key)
 	c.r.monitor.forget(ns, name)
 }
-
-// fixedIntervalRateLimiter delays every item by the same interval: with
-// it, AddRateLimited schedules the next periodic reconcile.
-type fixedIntervalRateLimiter struct{ interval time.Duration }
-
-func newFixedIntervalRateLimiter(interval time.Duration) workqueue.TypedRateLimiter[string] {
-	return fixedIntervalRateLimiter{interval: interval}
-}
-
-func (r fixedIntervalRateLimiter) When(string) time.Duration { return r.interval }
-func (r fixedIntervalRateLimiter) NumRequeues(string) int    { return 1 }
-func (r fixedIntervalRateLimiter) Forget(string)             {}
