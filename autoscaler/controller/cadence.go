@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"hash/fnv"
 	"sync"
 	"time"
 )
@@ -58,9 +59,32 @@ func (c *cadence) forget(key string) {
 // nextDue is when the reconcile after one due at due is due: one period
 // later, or now if that has passed (a queue more than a period behind
 // works through its keys as fast as it can; it does not skip them).
-func nextDue(due, now time.Time, period time.Duration) time.Time {
-	if next := due.Add(period); next.After(now) {
+//
+// An autoscaler that shares its namespace's PodMetrics list (aligned)
+// comes due on the namespace's beat instead, the instants congruent to
+// beat modulo period, at the one in (due, due+period]: so the autoscalers
+// of a namespace come due together, one list serves them all, and no
+// interval is longer than a period. The first interval after an add may
+// be shorter; from then on it is exactly the period.
+func nextDue(due, now time.Time, period, beat time.Duration, aligned bool) time.Time {
+	next := due.Add(period)
+	if aligned {
+		off := (next.UnixNano() - int64(beat)) % int64(period)
+		if off < 0 {
+			off += int64(period)
+		}
+		next = next.Add(-time.Duration(off))
+	}
+	if next.After(now) {
 		return next
 	}
 	return now
+}
+
+// namespaceBeat spreads namespaces over the period by the hash of their
+// name, so their lists and status writes do not all fall due at once.
+func namespaceBeat(namespace string, period time.Duration) time.Duration {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(namespace))
+	return time.Duration(h.Sum64() % uint64(period))
 }

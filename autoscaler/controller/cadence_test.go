@@ -11,11 +11,16 @@ import (
 )
 
 func TestNextDue(t *testing.T) {
-	t0 := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	const period = 15 * time.Second
+	// t0 is on the beat 3s: 12:00:00 is a multiple of 15s since the epoch.
+	t0 := time.Date(2026, 11, 21, 12, 0, 3, 0, time.UTC)
+	const (
+		period = 15 * time.Second
+		beat   = 3 * time.Second
+	)
 	tests := []struct {
 		name     string
 		due, now time.Time
+		aligned  bool
 		want     time.Time
 	}{
 		{name: "reconciled when due", due: t0, now: t0, want: t0.Add(period)},
@@ -23,13 +28,40 @@ func TestNextDue(t *testing.T) {
 		{name: "a slow reconcile does not stretch it either", due: t0, now: t0.Add(14 * time.Second), want: t0.Add(period)},
 		{name: "a period behind: at once", due: t0, now: t0.Add(period), want: t0.Add(period)},
 		{name: "more than a period behind: at once, not a catch-up", due: t0, now: t0.Add(40 * time.Second), want: t0.Add(40 * time.Second)},
+		{name: "aligned, on the beat: one period", due: t0, now: t0, aligned: true, want: t0.Add(period)},
+		{name: "aligned, off the beat: the beat before due+period", due: t0.Add(5 * time.Second), now: t0.Add(5 * time.Second), aligned: true, want: t0.Add(period)},
+		{name: "aligned, just after the beat: almost a whole period", due: t0.Add(time.Millisecond), now: t0.Add(time.Millisecond), aligned: true, want: t0.Add(period)},
+		{name: "aligned, just before the beat: the beat after it", due: t0.Add(-time.Millisecond), now: t0, aligned: true, want: t0},
+		{name: "aligned, a period behind: at once", due: t0, now: t0.Add(20 * time.Second), aligned: true, want: t0.Add(20 * time.Second)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := nextDue(tt.due, tt.now, period); !got.Equal(tt.want) {
-				t.Errorf("nextDue(due, now+%s) = due+%s, want due+%s", tt.now.Sub(tt.due), got.Sub(tt.due), tt.want.Sub(tt.due))
+			got := nextDue(tt.due, tt.now, period, beat, tt.aligned)
+			if !got.Equal(tt.want) {
+				t.Errorf("nextDue(t0+%s, now t0+%s) = t0+%s, want t0+%s", tt.due.Sub(t0), tt.now.Sub(t0), got.Sub(t0), tt.want.Sub(t0))
+			}
+			if d := got.Sub(tt.due); d <= 0 && got.After(tt.now) || d > period && got.After(tt.now) {
+				t.Errorf("interval %s, want in (0, %s]", d, period)
 			}
 		})
+	}
+}
+
+func TestNamespaceBeat(t *testing.T) {
+	const period = 15 * time.Second
+	seen := map[time.Duration]bool{}
+	for _, ns := range []string{"default", "team-a", "team-b", "kube-system", "bench-7"} {
+		b := namespaceBeat(ns, period)
+		if b < 0 || b >= period {
+			t.Errorf("namespaceBeat(%q) = %s, want in [0, %s)", ns, b, period)
+		}
+		if b != namespaceBeat(ns, period) {
+			t.Errorf("namespaceBeat(%q) is not stable", ns)
+		}
+		seen[b] = true
+	}
+	if len(seen) < 4 {
+		t.Errorf("5 namespaces share %d beats, want them spread", len(seen))
 	}
 }
 
@@ -103,5 +135,44 @@ func TestWaitInQueueDoesNotStretchThePeriod(t *testing.T) {
 	defer q.mu.Unlock()
 	if len(q.delays) != 2 || q.delays[0] != 15*time.Second || q.delays[1] != 13*time.Second {
 		t.Fatalf("AddAfter delays = %v, want [15s (the event) 13s (after the reconcile due 2s ago)]", q.delays)
+	}
+}
+
+// TestNamespaceAutoscalersComeDueTogether: two autoscalers of a namespace,
+// due 4s apart, are next due at the same instant, the namespace's beat,
+// within a period of each one's last due time.
+func TestNamespaceAutoscalersComeDueTogether(t *testing.T) {
+	const period = 15 * time.Second
+	f := newFixture(t, ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000), podMetrics: milliByPod(500)},
+		newHPA("web", nil, 10, cpuUtilization(50)), newHPA("api", nil, 10, cpuUtilization(50)))
+	q := &recordingQueue{TypedDelayingInterface: f.ctrl.queue}
+	f.ctrl.queue = q
+	defer q.ShutDown()
+	clk := f.ctrl.r.clock.(*testingclock.FakePassiveClock)
+	// onBeat is the namespace's beat just before the fixture's clock.
+	onBeat := clk.Now().Truncate(period).Add(namespaceBeat(ns, period))
+	for onBeat.After(clk.Now()) {
+		onBeat = onBeat.Add(-period)
+	}
+	dues := map[string]time.Time{ns + "/web": onBeat.Add(time.Second), ns + "/api": onBeat.Add(5 * time.Second)}
+	for key, due := range dues {
+		f.ctrl.cadence.forget(key)
+		f.ctrl.cadence.scheduled(key, due)
+	}
+	var next []time.Time
+	for range 2 {
+		clk.SetTime(onBeat.Add(6 * time.Second))
+		if !f.ctrl.processNextWorkItem(context.Background()) {
+			t.Fatal("queue shut down")
+		}
+		q.mu.Lock()
+		next = append(next, clk.Now().Add(q.delays[len(q.delays)-1]))
+		q.mu.Unlock()
+	}
+	want := onBeat.Add(period)
+	for i, n := range next {
+		if !n.Equal(want) {
+			t.Errorf("autoscaler %d next due at beat+%s, want beat+%s (due at beat+1s and beat+5s)", i, n.Sub(onBeat), want.Sub(onBeat))
+		}
 	}
 }

@@ -158,11 +158,14 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Reconciling an autoscaler failed", "key", key)
 	}
-	// Always come back one sync period after this reconcile was due,
+	// Always come back one sync period after this reconcile was due (on
+	// the namespace's beat when its autoscalers share a PodMetrics list),
 	// errors included; an earlier time already waiting wins, so each key
 	// is reconciled once per period.
 	if !deleted {
-		c.scheduleAt(key, nextDue(due, c.r.clock.Now(), c.period))
+		ns, _, _ := cache.SplitMetaNamespaceKey(key)
+		shared := c.r.selectors.count(ns) > 1
+		c.scheduleAt(key, nextDue(due, c.r.clock.Now(), c.period, namespaceBeat(ns, c.period), shared))
 	}
 	return true
 }

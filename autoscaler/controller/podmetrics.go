@@ -25,7 +25,9 @@ const podMetricsMaxAge = 2 * time.Second
 // podMetricsMaxAge and selects each autoscaler's pods from that list by
 // their labels, as metrics-server does with a label selector (it copies
 // the pods' labels onto their PodMetrics): upstream's one LIST per
-// autoscaler per sync is most of its API traffic. A namespace with a
+// autoscaler per sync is most of its API traffic. Such autoscalers come
+// due together, on their namespace's beat (see nextDue), so one list
+// serves them all each period. A namespace with a
 // single autoscaler is listed with its selector, as upstream does, so a
 // large namespace is not fetched for a few pods.
 type podMetricsLister struct {
