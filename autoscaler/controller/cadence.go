@@ -15,15 +15,14 @@ import (
 // (AddRateLimited after each sync) and falls behind the same way; a
 // reconcile's decision does not depend on when in the period it runs.
 type cadence struct {
-	period time.Duration
-	mu     sync.Mutex
+	mu sync.Mutex
 	// due holds, per key waiting in the queue, the earliest time it was
 	// scheduled for, as the delaying queue keeps the earliest.
 	due map[string]time.Time
 }
 
-func newCadence(period time.Duration) *cadence {
-	return &cadence{period: period, due: map[string]time.Time{}}
+func newCadence() *cadence {
+	return &cadence{due: map[string]time.Time{}}
 }
 
 // scheduled records that key is due at t; an earlier time already

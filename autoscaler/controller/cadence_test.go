@@ -83,7 +83,7 @@ func TestCadenceBookkeeping(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newCadence(15 * time.Second)
+			c := newCadence()
 			for _, s := range tt.schedule {
 				c.scheduled("ns/a", s)
 			}

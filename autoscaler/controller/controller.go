@@ -97,11 +97,11 @@ func New(o Options) (*Controller, error) {
 		queue: workqueue.NewTypedDelayingQueueWithConfig(
 			workqueue.TypedDelayingQueueConfig[string]{Name: "tidal-autoscaler", MetricsProvider: o.Monitor.queue},
 		),
-		cadence: newCadence(o.SyncPeriod),
+		cadence: newCadence(),
 		period:  o.SyncPeriod,
 	}
 	if m, ok := o.Metrics.(interface{ shareNamespaceLists(func(string) bool) }); ok {
-		m.shareNamespaceLists(func(namespace string) bool { return c.r.selectors.count(namespace) > 1 })
+		m.shareNamespaceLists(c.sharesNamespace)
 	}
 	_, err := o.Source.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.add,
@@ -164,10 +164,15 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	// is reconciled once per period.
 	if !deleted {
 		ns, _, _ := cache.SplitMetaNamespaceKey(key)
-		shared := c.r.selectors.count(ns) > 1
-		c.scheduleAt(key, nextDue(due, c.r.clock.Now(), c.period, namespaceBeat(ns, c.period), shared))
+		c.scheduleAt(key, nextDue(due, c.r.clock.Now(), c.period, namespaceBeat(ns, c.period), c.sharesNamespace(ns)))
 	}
 	return true
+}
+
+// sharesNamespace reports whether several autoscalers use namespace: they
+// share its PodMetrics list and come due on its beat.
+func (c *Controller) sharesNamespace(namespace string) bool {
+	return c.r.selectors.count(namespace) > 1
 }
 
 // scheduleAt queues key for t: at once when t is not in the future.
