@@ -13,7 +13,6 @@ import (
 var (
 	buildMu   sync.Mutex
 	buildDone bool
-	buildDir  string
 	buildPath string
 	buildErr  error
 )
@@ -40,7 +39,6 @@ func TidalBinary(ctx context.Context) (string, error) {
 		buildErr = err
 		return "", err
 	}
-	buildDir = dir
 	buildPath = filepath.Join(dir, "tidal")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", buildPath, "./cmd/tidal")
 	cmd.Dir = root
@@ -55,12 +53,12 @@ func TidalBinary(ctx context.Context) (string, error) {
 func RemoveTidalBinary() error {
 	buildMu.Lock()
 	defer buildMu.Unlock()
-	dir := buildDir
-	buildDone, buildDir, buildPath, buildErr = false, "", "", nil
-	if dir == "" {
+	path := buildPath
+	buildDone, buildPath, buildErr = false, "", nil
+	if path == "" {
 		return nil
 	}
-	return os.RemoveAll(dir)
+	return os.RemoveAll(filepath.Dir(path))
 }
 
 // RunTests runs m and then removes the binary TidalBinary built; a test
