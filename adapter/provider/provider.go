@@ -251,16 +251,17 @@ func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, se
 	if t.clustered {
 		namespace = ""
 	}
+	objects := ""
+	if selector != nil {
+		objects = selector.String()
+		selector = keyedSelector{selector, objects}
+	}
 	names, err := p.o.Objects.Names(ctx, t.gvr, namespace, selector)
 	if err != nil {
 		return nil, apierrors.NewServiceUnavailable(err.Error())
 	}
 	if len(names) == 0 {
 		return &custom_metrics.MetricValueList{}, nil
-	}
-	objects := ""
-	if selector != nil {
-		objects = selector.String()
 	}
 	list, err := p.objectMetrics(ctx, t, namespace, names, info.Metric, metricSelector, objects)
 	if err != nil {
@@ -274,6 +275,16 @@ func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, se
 	p.o.Shared(list)
 	return list, nil
 }
+
+// keyedSelector is a selector with its String computed once: the object
+// lister and the query memo both key on it, and an internal selector
+// sorts and formats its requirements on every call.
+type keyedSelector struct {
+	labels.Selector
+	key string
+}
+
+func (s keyedSelector) String() string { return s.key }
 
 // objectsKey is what an objects request's query and items depend on,
 // besides the object names and the Prometheus result (the versions).

@@ -25,6 +25,9 @@ import (
 type fakeObjects map[string]map[string]labels.Set // "resource/namespace" -> name -> labels
 
 func (f fakeObjects) Names(_ context.Context, gvr schema.GroupVersionResource, ns string, sel labels.Selector) ([]string, error) {
+	if sel != nil {
+		_ = sel.String() // as the informer lister's cache key
+	}
 	var out []string
 	for name, l := range f[gvr.Resource+"/"+ns] {
 		if sel == nil || sel.Matches(l) {
@@ -248,6 +251,38 @@ func TestGetMetricBySelector(t *testing.T) {
 	// A long list of names goes to Prometheus in one query.
 	if n := len(f.srv.Requests("/api/v1/query")); n == 0 {
 		t.Error("no query reached Prometheus")
+	}
+}
+
+// countingSelector counts calls of String.
+type countingSelector struct {
+	labels.Selector
+	calls *int
+}
+
+func (s countingSelector) String() string {
+	*s.calls++
+	return s.Selector.String()
+}
+
+// TestSelectorStringOncePerRequest: the object lister and the query memo
+// share one String of the request's selector.
+func TestSelectorStringOncePerRequest(t *testing.T) {
+	f := newFixture(t, nil)
+	sel, err := labels.Parse("app=web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls int
+	list, err := f.p.GetMetricBySelector(context.Background(), "a", countingSelector{sel, &calls}, info(pods), labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 3 {
+		t.Fatalf("%d items, want 3", len(list.Items))
+	}
+	if calls != 1 {
+		t.Errorf("selector.String called %d times, want 1", calls)
 	}
 }
 

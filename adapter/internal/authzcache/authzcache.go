@@ -8,7 +8,9 @@
 // for a pods/* request with a label selector. This cache keys every
 // attribute directly and keeps only allow decisions, for TTL, so a revoked
 // permission takes effect at most TTL later than it would without it.
-// Denials and errors always go to the wrapped authorizer.
+// Denials and errors always go to the wrapped authorizer. The entries live
+// in apimachinery's LRUExpireCache, which bounds their number and drops the
+// least recently used first.
 package authzcache
 
 import (
@@ -16,9 +18,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
@@ -34,15 +36,9 @@ const (
 type Authorizer struct {
 	next authorizer.Authorizer
 	ttl  time.Duration
-	now  func() time.Time
-
-	mu      sync.Mutex
-	allowed map[string]allowed
-}
-
-type allowed struct {
-	until  time.Time
-	reason string // audited with the decision
+	// allowed maps a request's key to the reason next gave for allowing
+	// it (audited with the decision).
+	allowed *cache.LRUExpireCache
 }
 
 var _ authorizer.Authorizer = (*Authorizer)(nil)
@@ -53,37 +49,25 @@ func New(next authorizer.Authorizer) *Authorizer {
 }
 
 func newWithClock(next authorizer.Authorizer, ttl time.Duration, now func() time.Time) *Authorizer {
-	return &Authorizer{next: next, ttl: ttl, now: now, allowed: map[string]allowed{}}
+	return &Authorizer{next: next, ttl: ttl, allowed: cache.NewLRUExpireCacheWithClock(maxEntries, clockFunc(now))}
 }
+
+// clockFunc adapts a time source to the cache's clock.
+type clockFunc func() time.Time
+
+func (f clockFunc) Now() time.Time { return f() }
 
 // Authorize implements authorizer.Authorizer.
 func (a *Authorizer) Authorize(ctx context.Context, attr authorizer.Attributes) (authorizer.Decision, string, error) {
 	k, ok := key(attr)
 	if ok {
-		now := a.now()
-		a.mu.Lock()
-		e, hit := a.allowed[k]
-		a.mu.Unlock()
-		if hit && now.Before(e.until) {
-			return authorizer.DecisionAllow, e.reason, nil
+		if reason, hit := a.allowed.Get(k); hit {
+			return authorizer.DecisionAllow, reason.(string), nil
 		}
 	}
 	d, reason, err := a.next.Authorize(ctx, attr)
 	if ok && d == authorizer.DecisionAllow && err == nil {
-		now := a.now()
-		a.mu.Lock()
-		if len(a.allowed) >= maxEntries {
-			for k, e := range a.allowed {
-				if !now.Before(e.until) {
-					delete(a.allowed, k)
-				}
-			}
-			if len(a.allowed) >= maxEntries {
-				clear(a.allowed)
-			}
-		}
-		a.allowed[k] = allowed{until: now.Add(a.ttl), reason: reason}
-		a.mu.Unlock()
+		a.allowed.Add(k, reason, a.ttl)
 	}
 	return d, reason, err
 }

@@ -9,7 +9,8 @@
 // authenticator does the same checks in the same order but verifies each
 // (chain, trusted CA pool) pair once, until the certificate expires or a
 // short TTL passes; a new CA bundle (the CA provider returns a new pool)
-// verifies again.
+// verifies again. The verified pairs live in apimachinery's
+// LRUExpireCache, which bounds their number.
 package frontproxy
 
 import (
@@ -17,9 +18,9 @@ import (
 	"crypto/x509"
 	"net/http"
 	"slices"
-	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	"k8s.io/apiserver/pkg/authentication/group"
@@ -48,8 +49,9 @@ type Authenticator struct {
 	// verify is x509.Certificate.Verify; tests count the calls.
 	verify func(*x509.Certificate, x509.VerifyOptions) ([][]*x509.Certificate, error)
 
-	mu       sync.Mutex
-	verified map[key]time.Time // until when
+	// verified holds the keys of verified chains until their
+	// verification expires.
+	verified *cache.LRUExpireCache
 }
 
 type key struct {
@@ -64,15 +66,21 @@ func New(cfg *authenticatorfactory.RequestHeaderConfig, next authenticator.Reque
 	if cfg == nil || cfg.CAContentProvider == nil || next == nil {
 		return next
 	}
-	return &Authenticator{
-		cfg:      cfg,
-		headers:  group.NewAuthenticatedGroupAdder(headerrequest.NewDynamic(cfg.UsernameHeaders, cfg.UIDHeaders, cfg.GroupHeaders, cfg.ExtraHeaderPrefixes)),
-		next:     next,
-		now:      time.Now,
-		verify:   (*x509.Certificate).Verify,
-		verified: map[key]time.Time{},
+	a := &Authenticator{
+		cfg:     cfg,
+		headers: group.NewAuthenticatedGroupAdder(headerrequest.NewDynamic(cfg.UsernameHeaders, cfg.UIDHeaders, cfg.GroupHeaders, cfg.ExtraHeaderPrefixes)),
+		next:    next,
+		now:     time.Now,
+		verify:  (*x509.Certificate).Verify,
 	}
+	a.verified = cache.NewLRUExpireCacheWithClock(maxEntries, clockFunc(func() time.Time { return a.now() }))
+	return a
 }
+
+// clockFunc adapts a time source to the cache's clock.
+type clockFunc func() time.Time
+
+func (f clockFunc) Now() time.Time { return f() }
 
 // AuthenticateRequest implements authenticator.Request.
 func (a *Authenticator) AuthenticateRequest(req *http.Request) (*authenticator.Response, bool, error) {
@@ -103,13 +111,10 @@ func (a *Authenticator) trustedProxy(req *http.Request) bool {
 	// The chain's own intermediates are in the hash; a pool the provider
 	// gives is keyed by identity, as the roots are.
 	k := key{chain: chainHash(certs), roots: opts.Roots, inter: opts.Intermediates}
-	now := a.now()
-	a.mu.Lock()
-	until, hit := a.verified[k]
-	a.mu.Unlock()
-	if hit && now.Before(until) {
+	if _, hit := a.verified.Get(k); hit {
 		return true
 	}
+	now := a.now()
 	if opts.Intermediates == nil && len(certs) > 1 {
 		opts.Intermediates = x509.NewCertPool()
 		for _, c := range certs[1:] {
@@ -123,16 +128,12 @@ func (a *Authenticator) trustedProxy(req *http.Request) bool {
 	if err != nil {
 		return false
 	}
-	until = now.Add(ttl).Truncate(0)
-	if v := validUntil(chains); v.Before(until) {
-		until = v
+	// Trusted for ttl, and never past the chain's expiry.
+	if left := validUntil(chains).Sub(now); left < ttl {
+		a.verified.Add(k, struct{}{}, left)
+	} else {
+		a.verified.Add(k, struct{}{}, ttl)
 	}
-	a.mu.Lock()
-	if len(a.verified) >= maxEntries {
-		clear(a.verified)
-	}
-	a.verified[k] = until
-	a.mu.Unlock()
 	return true
 }
 
