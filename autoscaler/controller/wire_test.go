@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -144,8 +145,18 @@ func TestHAJSONDecodesAsCodecFactory(t *testing.T) {
 	}
 }
 
+// withFramer is n with its watch streams framed by f.
+func withFramer(n haJSON, f runtime.Framer) haJSON {
+	stream := *n.info.StreamSerializer
+	stream.Framer = f
+	n.info.StreamSerializer = &stream
+	return n
+}
+
 // BenchmarkWatchDecode decodes the same watch stream with apimachinery's
-// codec factory and with the client's serializer (compare with benchstat).
+// codec factory, with the client's serializer framing the stream with
+// apimachinery's JSON framer, and with the client's serializer (compare
+// with benchstat).
 func BenchmarkWatchDecode(b *testing.B) {
 	const n = 100
 	stream := watchStream(b, n)
@@ -154,6 +165,7 @@ func BenchmarkWatchDecode(b *testing.B) {
 		ns   runtime.NegotiatedSerializer
 	}{
 		{"codecfactory", serializer.NewCodecFactory(haScheme).WithoutConversion()},
+		{"hajson-jsonframer", withFramer(newHAJSON(), kjson.Framer)},
 		{"hajson", newHAJSON()},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

@@ -15,6 +15,8 @@
 package jsonmeta
 
 import (
+	"bytes"
+	encjson "encoding/json"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -43,7 +45,7 @@ func (MetaFactory) Interpret(data []byte) (*schema.GroupVersionKind, error) {
 // object, the last of each when repeated, as encoding/json does. ok is
 // false where it cannot be sure to agree with encoding/json.
 func sniff(data []byte) (apiVersion, kind string, ok bool) {
-	ok = members(data, func(key string, value []byte) bool {
+	_, ok = members(data, func(key string, value []byte) bool {
 		switch {
 		case key == "apiVersion" || key == "kind":
 			v, plain := plainString(value)
@@ -69,41 +71,42 @@ func sniff(data []byte) (apiVersion, kind string, ok bool) {
 
 // members walks the top-level members of the JSON object in data, in
 // order, calling visit with each key (which must be plain: see str) and
-// the bytes of its value, found without validating them. It returns false
-// where data is not such an object or visit returns false.
-func members(data []byte, visit func(key string, value []byte) bool) bool {
+// the bytes of its value, found without validating them. It returns the
+// index after the object, and false where data is not such an object or
+// visit returns false.
+func members(data []byte, visit func(key string, value []byte) bool) (end int, ok bool) {
 	i := space(data, 0)
 	if i >= len(data) || data[i] != '{' {
-		return false
+		return 0, false
 	}
 	i = space(data, i+1)
 	if i < len(data) && data[i] == '}' {
-		return true
+		return i + 1, true
 	}
 	for {
 		key, next, plain := str(data, i)
 		if !plain {
-			return false
+			return 0, false
 		}
 		i = space(data, next)
 		if i >= len(data) || data[i] != ':' {
-			return false
+			return 0, false
 		}
 		start := space(data, i+1)
 		if i = skip(data, start); i < 0 || !visit(key, data[start:i]) {
-			return false
+			return 0, false
 		}
 		i = space(data, i)
 		if i >= len(data) {
-			return false
+			return 0, false
 		}
 		switch data[i] {
 		case ',':
 			i = space(data, i+1)
 		case '}':
-			return true
+			return i + 1, true
 		default:
-			return false
+			return 0, false
 		}
 	}
 }
@@ -183,10 +186,12 @@ func skip(data []byte, i int) int {
 // skipString returns the index after the string that starts at i.
 func skipString(data []byte, i int) int {
 	for j := i + 1; j < len(data); j++ {
-		switch data[j] {
-		case '\\':
-			j++
-		case '"':
+		q := bytes.IndexByte(data[j:], '"')
+		if q < 0 {
+			return -1
+		}
+		j += q
+		if !escapedQuote(data, i+1, j) {
 			return j + 1
 		}
 	}
@@ -198,10 +203,13 @@ func skipString(data []byte, i int) int {
 // object's bytes as they are in data (nil for null). Keys match exactly,
 // others are ignored, and the last of a repeated key wins. ok is false
 // where it cannot be sure to agree (escapes or non-ASCII in a key or the
-// type, a type that is not a string). data must be valid JSON, as a
-// watch stream's frames are (the framer reads them with encoding/json).
+// type, a type that is not a string) and where data is not valid JSON,
+// except inside the object it returns: the caller decodes that object
+// with a validating decoder. So with Framer, which does not validate, a
+// stream is accepted exactly when encoding/json would accept it.
 func Event(data []byte) (typ string, object []byte, ok bool) {
-	ok = members(data, func(key string, value []byte) bool {
+	var replaced []byte // an earlier "object", which no decoder will read
+	end, ok := members(data, func(key string, value []byte) bool {
 		switch key {
 		case "type":
 			v, plain := plainString(value)
@@ -210,15 +218,21 @@ func Event(data []byte) (typ string, object []byte, ok bool) {
 			}
 			typ = v
 		case "object":
+			if replaced != nil && !encjson.Valid(replaced) {
+				return false
+			}
+			replaced = value
 			if string(value) == "null" {
 				object = nil
 			} else {
 				object = value
 			}
+		default:
+			return encjson.Valid(value)
 		}
 		return true
 	})
-	if !ok {
+	if !ok || space(data, end) != len(data) {
 		return "", nil, false
 	}
 	return typ, object, true
