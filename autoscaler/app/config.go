@@ -51,6 +51,9 @@ type Config struct {
 	Registry *prometheus.Registry
 	// Profiling serves /debug/pprof/ on the health listener.
 	Profiling bool
+	// handover observes the leader election records for the controller;
+	// nil without leader election.
+	handover *handover
 }
 
 // Reconciler is the controller with its informers and clients.
@@ -93,13 +96,24 @@ func (o *Options) Config() (*Config, error) {
 		return nil, fmt.Errorf("reading the hostname for the leader election identity: %w", err)
 	}
 
+	// With leader election a new leader learns from the lease when the
+	// previous one stopped (see handover); without, nothing tells it.
+	var (
+		h  *handover
+		ho controller.Handover
+	)
+	if o.LeaderElection.LeaderElect {
+		h = &handover{}
+		ho = h
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	rec, err := controller.NewRunner(controller.ClusterConfig{
 		REST: kube, Client: client, Mode: controller.Mode(o.Mode),
 		Decision:   o.HPA.decisionConfig(),
 		SyncPeriod: o.HPA.SyncPeriod, Workers: int(o.HPA.ConcurrentSyncs),
-		Registerer: reg,
+		Registerer: reg, Handover: ho,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the controller: %w", err)
@@ -121,6 +135,7 @@ func (o *Options) Config() (*Config, error) {
 		Identity:       host + "_" + string(uuid.NewUUID()),
 		HealthListener: ln,
 		Reconciler:     rec,
+		handover:       h,
 		Registry:       reg,
 		Profiling:      o.Profiling,
 	}, nil

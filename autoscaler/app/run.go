@@ -95,6 +95,9 @@ func (c *Config) runWithLeaderElection(ctx context.Context, checker *leaderelect
 	if err != nil {
 		return fmt.Errorf("leader election lock: %w", err)
 	}
+	if c.handover != nil {
+		lock = c.handover.observe(lock)
+	}
 
 	// Buffered: the elector calls OnStartedLeading at most once per Run,
 	// from its own goroutine, and must not block if nobody listens anymore.

@@ -267,6 +267,63 @@ func TestRunCancelledWhileWaitingToLead(t *testing.T) {
 	}
 }
 
+// TestHandoverLearnsWhenThePredecessorStopped: a replica that takes over
+// an expired lease (or a released one) tells its controller the previous
+// holder's last renew time; a first leader has no predecessor.
+func TestHandoverLearnsWhenThePredecessorStopped(t *testing.T) {
+	lastRenewal := metav1.NewMicroTime(time.Now().Add(-time.Minute).Truncate(time.Microsecond))
+	for _, tc := range []struct {
+		name   string
+		holder string // "" for a released lease
+		lease  bool
+		want   time.Time
+	}{
+		{"the previous leader's lease expired", "other-replica", true, lastRenewal.Time},
+		{"the previous leader released the lease", "", true, lastRenewal.Time},
+		{"no lease yet", "", false, time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := newConfig(t, fastElection...)
+			var objs []runtime.Object
+			if tc.lease {
+				objs = append(objs, &coordinationv1.Lease{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "tidal-system", Name: "tidal-autoscaler"},
+					Spec: coordinationv1.LeaseSpec{
+						HolderIdentity: ptr.To(tc.holder), LeaseDurationSeconds: ptr.To[int32](3),
+						AcquireTime: &lastRenewal, RenewTime: &lastRenewal,
+					},
+				})
+			}
+			cfg.LeaderElectionClient = fake.NewClientset(objs...)
+			rec := &fakeReconciler{}
+			cfg.Reconciler = rec
+			cancel, done := start(t, cfg)
+			defer func() {
+				cancel()
+				_ = wait(t, done, 10*time.Second)
+			}()
+			waitForHolder(t, cfg, cfg.Identity)
+			for deadline := time.Now().Add(10 * time.Second); !rec.ran.Load(); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the controller did not start")
+				}
+			}
+			if got := cfg.handover.PredecessorAlive(); !got.Equal(tc.want) {
+				t.Errorf("PredecessorAlive = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestNoHandoverWithoutLeaderElection: without a lease nothing can tell a
+// restarted controller when its predecessor stopped, so the controller
+// gets no handover (and refreshes the history on its own).
+func TestNoHandoverWithoutLeaderElection(t *testing.T) {
+	if cfg := newConfig(t, "--leader-elect=false"); cfg.handover != nil {
+		t.Error("a handover without leader election")
+	}
+}
+
 // TestProfilingFlag: pprof is served on the unauthenticated health address
 // only when asked for.
 func TestProfilingFlag(t *testing.T) {

@@ -52,6 +52,19 @@ type Options struct {
 	Monitor *Monitor
 	// Clock is the time source; nil: the real clock.
 	Clock clock.PassiveClock
+	// Handover tells this controller, when it starts, until when the
+	// previous leader reconciled; nil without leader election, and then a
+	// repeated recommendation is also written on its own once a minute
+	// (see HistoryAnnotation).
+	Handover Handover
+}
+
+// Handover is what leader election tells a new leader about the previous
+// one.
+type Handover interface {
+	// PredecessorAlive is when the previous leader last renewed or
+	// released the lease; zero when unknown (no earlier leader).
+	PredecessorAlive() time.Time
 }
 
 // Controller reconciles autoscalers: informer events enqueue keys, workers
@@ -64,6 +77,8 @@ type Controller struct {
 	period  time.Duration
 	synced  []cache.InformerSynced
 	ready   atomic.Bool
+	// handover is Options.Handover.
+	handover Handover
 }
 
 // New creates a controller and registers its event handlers. Start the
@@ -88,11 +103,16 @@ func New(o Options) (*Controller, error) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	refresh := historyRefresh
+	if o.Handover != nil {
+		refresh = 0
+	}
 	c := &Controller{
+		handover: o.Handover,
 		r: &reconciler{
 			source: o.Source, pods: o.Pods.Informer().GetIndexer(), scales: &scaler{scales: o.Scales, mapper: o.Mapper, cache: o.ScaleCache},
 			metrics: o.Metrics, recorder: o.Recorder, monitor: o.Monitor, cfg: o.Decision.WithDefaults(),
-			clock: o.Clock, history: newHistoryStore(), selectors: newSelectorTracker(),
+			clock: o.Clock, history: newHistoryStore(refresh), selectors: newSelectorTracker(),
 		},
 		queue: workqueue.NewTypedDelayingQueueWithConfig(
 			workqueue.TypedDelayingQueueConfig[string]{Name: "tidal-autoscaler", MetricsProvider: o.Monitor.queue},
@@ -124,6 +144,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting the autoscaler controller", "kind", c.r.source.Kind(), "workers", workers)
+	c.takeOver(logger)
 
 	var wg sync.WaitGroup
 	defer func() {
@@ -140,6 +161,19 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
 	}
 	<-ctx.Done()
+}
+
+// takeOver learns from the handover, if any, until when the previous
+// leader reconciled; call it before the first reconcile.
+func (c *Controller) takeOver(logger klog.Logger) {
+	if c.handover == nil {
+		return
+	}
+	alive := c.handover.PredecessorAlive()
+	c.r.history.succeed(alive)
+	if !alive.IsZero() {
+		logger.Info("Continuing the previous leader's steady recommendations", "until", alive)
+	}
 }
 
 func (c *Controller) worker(ctx context.Context) {

@@ -26,6 +26,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	cmapi "k8s.io/metrics/pkg/apis/custom_metrics/v1beta2"
 	emapi "k8s.io/metrics/pkg/apis/external_metrics/v1beta1"
 	metricsapi "k8s.io/metrics/pkg/apis/metrics/v1beta1"
@@ -59,7 +60,14 @@ type world struct {
 	// history is the persisted history the autoscalers start with (see
 	// Object.PersistedHistory); "" for none.
 	history string
+	// handover is Options.Handover (leader election's); nil: none.
+	handover Handover
 }
+
+// staticHandover says the previous leader was last alive at a fixed time.
+type staticHandover time.Time
+
+func (h staticHandover) PredecessorAlive() time.Time { return time.Time(h) }
 
 // fixture is a reconciler wired to fake clients, in one mode.
 type fixture struct {
@@ -151,9 +159,10 @@ func newFixture(t *testing.T, mode Mode, w world, hpas ...*autoscalingv2.Horizon
 		Source: f.source, Pods: factory.Core().V1().Pods(), Scales: f.scales, Mapper: mapper,
 		Metrics:  NewRESTMetricsClient(resourceMetricsFake(w).MetricsV1beta1(), customMetricsFake(w), externalMetricsFake(w)),
 		Recorder: f.recorder, Decision: decision.DefaultConfig(), SyncPeriod: 15 * time.Second,
-		Clock: testingclock.NewFakePassiveClock(now),
+		Clock: testingclock.NewFakePassiveClock(now), Handover: w.handover,
 	})
 	must(t, err)
+	f.ctrl.takeOver(klog.Background())
 	// The informer would deliver the adds.
 	for _, h := range hpas {
 		f.ctrl.add(h)

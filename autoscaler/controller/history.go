@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -29,13 +30,26 @@ import (
 // also bounds the size), and compared with the last one persisted after
 // compacting both at the same time (so entries merely expiring never cause
 // a write). When the status is written anyway, a changed history goes with
-// it. Otherwise a status write is made for the history alone only when it
-// changed in more than the time of its newest recommendation, or that time
-// moved by historyRefresh or more: a steadily repeated recommendation is
-// refreshed once per historyRefresh, not once per sync. After a failover,
-// the newest recommendation a new leader sees is therefore at most
-// historyRefresh older than the one the old leader last made, and only
-// when nothing else had changed.
+// it. A change in more than the time of the newest recommendation (a new
+// value, a scale event) is written at once, with a status write of its own
+// if need be. A recommendation merely repeated is not written on its own:
+//
+//   - With leader election (Handover), the stored history is exact as of
+//     the last status write, and afterwards every reconcile kept the
+//     status as written. So when that status says the autoscaler was
+//     computing recommendations (AbleToScale and ScalingActive true), each
+//     reconcile since repeated the newest stored recommendation (any other
+//     value would have been written at once), until the previous leader
+//     stopped. A new leader learns when that was from the Lease (its last
+//     renewal, or its release) and continues the newest recommendation
+//     until then: see historyStore.get. In steady state nothing is
+//     written, and the newest recommendation a new leader sees is at most
+//     about a sync period older than the one the old leader last made.
+//   - Without leader election nothing tells a restarted controller when
+//     its predecessor stopped, so the history is also written on its own
+//     once the newest recommendation's time has moved by historyRefresh:
+//     the newest recommendation a restarted controller sees is at most
+//     historyRefresh older than the one last made.
 const HistoryAnnotation = "autoscaling.tidal.dev/history"
 
 // historyStore keeps the recommendations and scale events of every
@@ -47,6 +61,13 @@ type historyStore struct {
 	mu    sync.Mutex
 	byUID map[types.UID]*historyEntry
 	uids  map[string]types.UID // namespace/name -> UID
+	// refresh is how far the newest recommendation's time may move before
+	// the history is written on its own; 0: never (leader election tells a
+	// successor when this controller stopped).
+	refresh time.Duration
+	// predecessorAlive is when the previous leader was last known to
+	// reconcile; zero when unknown. Set before the first get.
+	predecessorAlive time.Time
 }
 
 type historyEntry struct {
@@ -58,18 +79,29 @@ type historyEntry struct {
 	persistedValue string
 }
 
-func newHistoryStore() *historyStore {
-	return &historyStore{byUID: map[types.UID]*historyEntry{}, uids: map[string]types.UID{}}
+func newHistoryStore(refresh time.Duration) *historyStore {
+	return &historyStore{byUID: map[types.UID]*historyEntry{}, uids: map[string]types.UID{}, refresh: refresh}
+}
+
+// succeed records when the previous leader was last known alive (see
+// Handover); call it before reconciling.
+func (s *historyStore) succeed(predecessorAlive time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.predecessorAlive = predecessorAlive
 }
 
 // get returns the history entry of the object key with uid. On first sight
 // it is seeded from annotation (the object's HistoryAnnotation value, ""
 // when absent) compacted with ret at now: entries older than their window
-// or period are dropped. An unparsable annotation is reported in err and
-// ignored (the history starts empty, as upstream's). The workqueue hands a
-// key to one worker at a time, so the returned entry is used by one
-// goroutine at a time.
-func (s *historyStore) get(key string, uid types.UID, annotation string, ret behavior.Retention, now time.Time) (e *historyEntry, err error) {
+// or period are dropped. When the stored status says the autoscaler was
+// recommending (see HistoryAnnotation) and the previous leader was alive
+// later than the newest stored recommendation, that recommendation is
+// continued until then (never past now). An unparsable annotation is
+// reported in err and ignored (the history starts empty, as upstream's).
+// The workqueue hands a key to one worker at a time, so the returned entry
+// is used by one goroutine at a time.
+func (s *historyStore) get(key string, uid types.UID, annotation string, recommending bool, ret behavior.Retention, now time.Time) (e *historyEntry, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.uids[key]; ok && old != uid {
@@ -82,7 +114,14 @@ func (s *historyStore) get(key string, uid types.UID, annotation string, ret beh
 		if annotation != "" {
 			var seed behavior.History
 			if seed, err = behavior.Decode(annotation); err == nil {
-				e.h = seed.Compact(ret, now)
+				live := seed
+				if alive := s.predecessorAlive; recommending && !alive.IsZero() {
+					if alive.After(now) {
+						alive = now
+					}
+					live = continued(seed, alive)
+				}
+				e.h = live.Compact(ret, now)
 				e.persisted, e.persistedValue = &seed, annotation
 			}
 		}
@@ -92,7 +131,8 @@ func (s *historyStore) get(key string, uid types.UID, annotation string, ret beh
 }
 
 // historyRefresh is how far the newest recommendation's time may move
-// before the history is written on its own (see HistoryAnnotation).
+// before the history is written on its own, without leader election (see
+// HistoryAnnotation).
 const historyRefresh = time.Minute
 
 // persistence says whether and how urgently the history must be written.
@@ -101,17 +141,19 @@ type persistence int
 const (
 	// persistNone: the stored history decides as the current one would.
 	persistNone persistence = iota
-	// persistWithStatus: only the newest recommendation's time moved, by
-	// less than historyRefresh; write it if the status is written anyway.
+	// persistWithStatus: only the newest recommendation's time moved
+	// (by less than the refresh interval, if there is one); write it if
+	// the status is written anyway.
 	persistWithStatus
 	// persistNow: write it, with a status write of its own if need be.
 	persistNow
 )
 
 // toPersist returns the compacted history and how much storing it
-// matters at now, compared with what was last persisted. The caller
-// encodes it only when it writes.
-func (e *historyEntry) toPersist(ret behavior.Retention, now time.Time) (compacted behavior.History, p persistence) {
+// matters at now, compared with what was last persisted; refresh is the
+// store's (0: never on its own). The caller encodes it only when it
+// writes.
+func (e *historyEntry) toPersist(ret behavior.Retention, now time.Time, refresh time.Duration) (compacted behavior.History, p persistence) {
 	compacted = e.h.Compact(ret, now)
 	if e.persisted == nil {
 		if len(compacted.Recommendations) == 0 && len(e.h.Recommendations) == 0 {
@@ -119,32 +161,52 @@ func (e *historyEntry) toPersist(ret behavior.Retention, now time.Time) (compact
 		}
 		return compacted, persistNow
 	}
-	stored := e.persisted.Compact(ret, now)
-	switch {
-	case stored.Equal(compacted):
+	if e.persisted.Compact(ret, now).Equal(compacted) {
 		return compacted, persistNone
-	case newestMovedBy(stored, compacted) < historyRefresh:
+	}
+	if moved, ok := newestMoved(*e.persisted, compacted, ret, now); ok && (refresh == 0 || moved < refresh) {
 		return compacted, persistWithStatus
 	}
 	return compacted, persistNow
 }
 
-// newestMovedBy returns how far the newest recommendation of b is newer
-// than a's when that is all that differs (same replicas, every other entry
-// equal); otherwise a duration past any refresh interval.
-func newestMovedBy(a, b behavior.History) time.Duration {
-	const different = time.Duration(1<<63 - 1)
-	n := len(a.Recommendations)
-	if n == 0 || n != len(b.Recommendations) || a.Recommendations[n-1].Replicas != b.Recommendations[n-1].Replicas {
-		return different
+// newestMoved reports whether current (compacted at now) is the stored
+// history with its newest recommendation continued, the same value
+// repeated until a later time, and how far that moved it.
+func newestMoved(stored, current behavior.History, ret behavior.Retention, now time.Time) (time.Duration, bool) {
+	n, m := len(stored.Recommendations), len(current.Recommendations)
+	if n == 0 || m == 0 {
+		return 0, false
 	}
-	moved := b.Recommendations[n-1].Time.Sub(a.Recommendations[n-1].Time)
-	sameOthers := behavior.History{Recommendations: a.Recommendations[:n-1], ScaleUpEvents: a.ScaleUpEvents, ScaleDownEvents: a.ScaleDownEvents}.
-		Equal(behavior.History{Recommendations: b.Recommendations[:n-1], ScaleUpEvents: b.ScaleUpEvents, ScaleDownEvents: b.ScaleDownEvents})
-	if !sameOthers || moved < 0 {
-		return different
+	last, newest := stored.Recommendations[n-1], current.Recommendations[m-1]
+	if last.Replicas != newest.Replicas || newest.Time.Before(last.Time) {
+		return 0, false
 	}
-	return moved
+	if !continued(stored, newest.Time).Compact(ret, now).Equal(current) {
+		return 0, false
+	}
+	return newest.Time.Sub(last.Time), true
+}
+
+// continued returns h with its newest recommendation repeated until
+// until, when that is later.
+func continued(h behavior.History, until time.Time) behavior.History {
+	if len(h.Recommendations) == 0 {
+		return h
+	}
+	newest := 0
+	for i, r := range h.Recommendations {
+		if !r.Time.Before(h.Recommendations[newest].Time) {
+			newest = i
+		}
+	}
+	if !until.After(h.Recommendations[newest].Time) {
+		return h
+	}
+	recs := slices.Clone(h.Recommendations)
+	recs[newest].Time = until
+	h.Recommendations = recs
+	return h
 }
 
 // persistedAs records that compacted, encoded as value, is now stored.

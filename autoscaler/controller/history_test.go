@@ -6,6 +6,7 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -112,6 +113,117 @@ func TestRestartKeepsDecisions(t *testing.T) {
 	}
 }
 
+// TestHandoverKeepsDecisions: with leader election, a steadily repeated
+// recommendation is never written on its own, so the stored one can be
+// minutes old when the leader changes. A new leader that continues it until
+// the previous leader was last alive (Handover) decides as the controller
+// that never stopped, when the load falls just as it takes over; one that
+// does not know when its predecessor stopped scales down minutes early.
+func TestHandoverKeepsDecisions(t *testing.T) {
+	const period = 15 * time.Second
+	at := func(step int) time.Time { return now.Add(time.Duration(step) * period) }
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			load := milliByPod(40000, 40000, 40000, 40000) // desired 16, held at max 4
+			hpa := newHPA("web", ptr.To[int32](1), 4, podsMetric("rps", "10"))
+			newRun := func(h *autoscalingv2.HorizontalPodAutoscaler, replicas int32, history string, handover Handover) *restartRun {
+				w := world{scale: newScale(replicas, replicas, "app=web"), pods: pods(100, 100, 100, 100), customPods: load,
+					history: history, handover: handover}
+				return &restartRun{f: newFixture(t, mode, w, h), world: w.scale, scale: replicas}
+			}
+			never := newRun(hpa, 4, "", staticHandover{})
+			const takeOverAt, steps = 12, 40
+			var informed, uninformed *restartRun
+			for i := range steps {
+				if i == takeOverAt {
+					stored := never.f.stored("web")
+					if writes := never.f.statusUpdates(); writes != 1 {
+						t.Fatalf("%d status writes in %d steady periods, want 1", writes, takeOverAt)
+					}
+					h := hpa.DeepCopy()
+					h.Status = *stored.HPAStatus()
+					// The previous leader last reconciled one period ago.
+					informed = newRun(h, never.scale, stored.PersistedHistory(), staticHandover(at(i-1)))
+					uninformed = newRun(h.DeepCopy(), never.scale, stored.PersistedHistory(), staticHandover{})
+					for k := range load {
+						load[k] = 1000 // desired 1
+					}
+				}
+				for _, r := range []*restartRun{never, informed, uninformed} {
+					if r != nil {
+						r.step(t, at(i))
+					}
+				}
+			}
+			want := never.decisions[takeOverAt:]
+			if !slicesEqual(informed.decisions, want) {
+				t.Errorf("the informed new leader decided %v, the controller that never stopped %v", informed.decisions, want)
+			}
+			if slicesEqual(uninformed.decisions, want) {
+				t.Errorf("the uninformed new leader decided as the controller that never stopped (%v): the test shows nothing", want)
+			}
+			if want[len(want)-1] != 1 {
+				t.Errorf("never scaled down to 1: %v", want)
+			}
+			t.Logf("decisions from the take-over on: %v; uninformed: %v", want, uninformed.decisions)
+		})
+	}
+}
+
+// TestHandoverNeedsARecommendingStatus: a stored status that says the
+// autoscaler was not computing recommendations (its metrics failed) is not
+// continued: no recommendation was made after it was written.
+func TestHandoverNeedsARecommendingStatus(t *testing.T) {
+	stored := behavior.History{Recommendations: []behavior.Recommendation{{Replicas: 4, Time: now}}}.Encode()
+	ret := behavior.Retention{DownWindow: 5 * time.Minute}
+	alive, later := now.Add(3*time.Minute), now.Add(4*time.Minute)
+	for _, tc := range []struct {
+		name         string
+		recommending bool
+		want         time.Time
+	}{
+		{"recommending: continued until the predecessor was alive", true, alive},
+		{"not recommending: as stored", false, now},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newHistoryStore(0)
+			s.succeed(alive)
+			e, err := s.get("default/web", "uid-1", stored, tc.recommending, ret, later)
+			must(t, err)
+			if n := len(e.h.Recommendations); n != 1 || !e.h.Recommendations[0].Time.Equal(tc.want) {
+				t.Errorf("recommendations %+v, want 4 at %s", e.h.Recommendations, tc.want)
+			}
+		})
+	}
+}
+
+// TestRecommending reads a stored status's conditions.
+func TestRecommending(t *testing.T) {
+	cond := func(typ autoscalingv2.HorizontalPodAutoscalerConditionType, ok bool) autoscalingv2.HorizontalPodAutoscalerCondition {
+		st := corev1.ConditionFalse
+		if ok {
+			st = corev1.ConditionTrue
+		}
+		return autoscalingv2.HorizontalPodAutoscalerCondition{Type: typ, Status: st}
+	}
+	for _, tc := range []struct {
+		name  string
+		conds []autoscalingv2.HorizontalPodAutoscalerCondition
+		want  bool
+	}{
+		{"able and active", []autoscalingv2.HorizontalPodAutoscalerCondition{cond(autoscalingv2.AbleToScale, true), cond(autoscalingv2.ScalingActive, true)}, true},
+		{"metrics failed", []autoscalingv2.HorizontalPodAutoscalerCondition{cond(autoscalingv2.AbleToScale, true), cond(autoscalingv2.ScalingActive, false)}, false},
+		{"scale unreadable", []autoscalingv2.HorizontalPodAutoscalerCondition{cond(autoscalingv2.AbleToScale, false), cond(autoscalingv2.ScalingActive, true)}, false},
+		{"never reconciled", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := recommending(&autoscalingv2.HorizontalPodAutoscalerStatus{Conditions: tc.conds}); got != tc.want {
+				t.Errorf("recommending = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestHistoryWrittenWithStatus follows the writes of one autoscaler whose
 // recommendation stays the same: the history goes with status writes, and
 // a status write of its own is made only once the newest recommendation's
@@ -172,6 +284,8 @@ func TestToPersist(t *testing.T) {
 		persisted *behavior.History
 		current   behavior.History
 		want      persistence
+		// leaderElected: no refresh interval (see HistoryAnnotation).
+		leaderElected bool
 	}{
 		{name: "nothing recorded, nothing stored", current: behavior.History{}, want: persistNone},
 		{name: "first recommendation", current: behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}}, want: persistNow},
@@ -209,6 +323,34 @@ func TestToPersist(t *testing.T) {
 			want: persistNow,
 		},
 		{
+			name:          "leader elected: same recommendation 60s later",
+			persisted:     &behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
+			current:       behavior.History{Recommendations: []behavior.Recommendation{rec(3, time.Minute)}},
+			want:          persistWithStatus,
+			leaderElected: true,
+		},
+		{
+			name:          "leader elected: the stored one is older than the window",
+			persisted:     &behavior.History{Recommendations: []behavior.Recommendation{rec(5, 0), rec(3, time.Minute)}},
+			current:       behavior.History{Recommendations: []behavior.Recommendation{rec(3, time.Hour)}},
+			want:          persistWithStatus,
+			leaderElected: true,
+		},
+		{
+			name:          "leader elected: a different recommendation",
+			persisted:     &behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
+			current:       behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0), rec(2, time.Hour)}},
+			want:          persistNow,
+			leaderElected: true,
+		},
+		{
+			name:          "leader elected: an older entry changed",
+			persisted:     &behavior.History{Recommendations: []behavior.Recommendation{rec(5, 0), rec(3, time.Minute)}},
+			current:       behavior.History{Recommendations: []behavior.Recommendation{rec(6, 0), rec(3, 2*time.Minute)}},
+			want:          persistNow,
+			leaderElected: true,
+		},
+		{
 			name:      "only an expired entry dropped",
 			persisted: &behavior.History{Recommendations: []behavior.Recommendation{rec(9, -10*time.Minute), rec(3, 0)}},
 			current:   behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
@@ -225,7 +367,11 @@ func TestToPersist(t *testing.T) {
 			for _, r := range tt.current.Recommendations {
 				last = r.Time
 			}
-			_, got := e.toPersist(ret, last)
+			refresh := historyRefresh
+			if tt.leaderElected {
+				refresh = 0
+			}
+			_, got := e.toPersist(ret, last, refresh)
 			if got != tt.want {
 				t.Errorf("toPersist = %d, want %d", got, tt.want)
 			}

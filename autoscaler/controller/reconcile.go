@@ -144,7 +144,7 @@ func (r *reconciler) reconcile(ctx context.Context, obj Object, key string) (ret
 		Behavior: b, ScaledToZero: scaledToZero(st), HasObjectOrExternalMetrics: decision.HasObjectOrExternalMetrics(metrics),
 	}
 	ret := behavior.RetentionFor(b, r.cfg.DownscaleStabilizationWindow)
-	entry, err := r.history.get(key, obj.GetUID(), obj.PersistedHistory(), ret, start)
+	entry, err := r.history.get(key, obj.GetUID(), obj.PersistedHistory(), recommending(s.original.HPAStatus()), ret, start)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Ignoring the persisted history", "kind", r.source.Kind(), "autoscaler", klog.KObj(obj))
 	}
@@ -218,6 +218,22 @@ func (r *reconciler) reconcile(ctx context.Context, obj Object, key string) (ret
 	return retErr
 }
 
+// recommending reports whether a stored status says its reconcile
+// computed a recommendation: it read the scale and at least one metric
+// (see HistoryAnnotation).
+func recommending(st *autoscalingv2.HorizontalPodAutoscalerStatus) bool {
+	able, active := false, false
+	for _, c := range st.Conditions {
+		switch c.Type {
+		case autoscalingv2.AbleToScale:
+			able = c.Status == corev1.ConditionTrue
+		case autoscalingv2.ScalingActive:
+			active = c.Status == corev1.ConditionTrue
+		}
+	}
+	return able && active
+}
+
 // failedGetScale records a failure to find or read the target's scale.
 func (r *reconciler) failedGetScale(ctx context.Context, s *step, err error) {
 	r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "FailedGetScale", err.Error())
@@ -262,7 +278,7 @@ func (r *reconciler) writeStatus(ctx context.Context, s *step, why *v1alpha1.Dec
 		if s.history.persistedValue != "" {
 			keep = s.history.persistedValue
 		}
-		compacted, persist = s.history.toPersist(s.retention, s.now.Time)
+		compacted, persist = s.history.toPersist(s.retention, s.now.Time, r.history.refresh)
 	}
 	if keep != "" {
 		s.obj.SetPersistedHistory(keep)

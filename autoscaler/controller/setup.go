@@ -54,6 +54,8 @@ type ClusterConfig struct {
 	Workers    int
 	// Registerer gets the controller's metrics; nil: not registered.
 	Registerer prometheus.Registerer
+	// Handover is Options.Handover: nil without leader election.
+	Handover Handover
 }
 
 // StripManagedFields drops metadata.managedFields from cached objects:
@@ -168,6 +170,7 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 		Scales: scales, Mapper: mapper, ScaleCache: scaleCache,
 		Metrics:  NewRESTMetricsClient(resourceMetrics.MetricsV1beta1(), customMetrics, externalMetrics),
 		Decision: c.Decision, SyncPeriod: c.SyncPeriod, Monitor: monitor,
+		Handover: c.Handover,
 	}
 	if c.SyncPeriod <= 0 {
 		return nil, fmt.Errorf("sync period must be positive, got %s", c.SyncPeriod)
