@@ -40,12 +40,24 @@ const (
 	tidalNamespace, tidalLease = "tidal-system", "tidal-autoscaler"
 )
 
-func TestFailoverKeepsStabilization(t *testing.T) {
+// scenario is one HorizontalAutoscaler (target 10 per pod, scale-down
+// window 30 s) on one Deployment, with two tidal replicas, already scaled
+// up to the maximum by a high load.
+type scenario struct {
+	h        *harness.Harness
+	ctx      context.Context
+	dyn      dynamic.Interface
+	replicas map[string]*harness.Autoscaler
+	// setLoad sets every pod's metric.
+	setLoad func(v string)
+}
+
+func start(t *testing.T) *scenario {
 	h := harness.StartT(t, harness.Options{ControllerManager: true, Scheduler: true, Kwok: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
 	ms, err := metricsserver.Start(ctx, h, metricsserver.Options{})
 	if err != nil {
+		cancel()
 		t.Fatalf("test metrics server: %v", err)
 	}
 	t.Cleanup(func() { cancel(); _ = ms.Wait() })
@@ -60,35 +72,103 @@ func TestFailoverKeepsStabilization(t *testing.T) {
 	// 10 per pod), so 1 replica goes to 4.
 	must(t, h.EnsureNamespace(ctx, ns))
 	sel := labels.SelectorFromSet(labels.Set{"app": name})
-	setLoad := func(v string) {
+	s := &scenario{h: h, ctx: ctx, dyn: dyn, replicas: map[string]*harness.Autoscaler{}}
+	s.setLoad = func(v string) {
 		q := make([]*resource.Quantity, maxReplicas)
 		for i := range q {
 			q[i] = metricsserver.Q(v)
 		}
 		ms.SetPodMetric(ns, sel, metric, q...)
 	}
-	setLoad("40")
+	s.setLoad("40")
 	_, err = h.Client.AppsV1().Deployments(ns).Create(ctx, harness.Deployment(ns, name, 1), metav1.CreateOptions{})
 	must(t, err)
 
-	replicas := map[string]*harness.Autoscaler{}
 	for _, id := range []string{"tidal-a", "tidal-b"} {
 		r, err := startTidal(ctx, h, id)
 		must(t, err)
-		replicas[id] = r
+		s.replicas[id] = r
 	}
 	must(t, createAutoscaler(ctx, dyn))
+	waitUntil(t, ctx, 90*time.Second, "scale-up to 4", func() bool { return s.deployReplicas(t) == maxReplicas })
+	return s
+}
 
-	// Scale up to the maximum.
-	deployReplicas := func() int32 {
-		d, err := h.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Logf("get deployment: %v", err)
-			return -1
-		}
-		return ptr.Deref(d.Spec.Replicas, 0)
+func (s *scenario) deployReplicas(t *testing.T) int32 {
+	d, err := s.h.Client.AppsV1().Deployments(ns).Get(s.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Logf("get deployment: %v", err)
+		return -1
 	}
-	waitUntil(t, ctx, 90*time.Second, "scale-up to 4", func() bool { return deployReplicas() == maxReplicas })
+	return ptr.Deref(d.Spec.Replicas, 0)
+}
+
+// killLeader kills the replica holding the lease with SIGKILL, calls
+// afterKill (if any), and waits until the other takes over (within the
+// lease duration plus a retry period and some slack). It returns when it
+// killed it.
+func (s *scenario) killLeader(t *testing.T, afterKill func()) time.Time {
+	leader, err := holder(s.ctx, s.h)
+	must(t, err)
+	var killed, other string
+	for id := range s.replicas {
+		if matchesIdentity(t, s.replicas[id], leader) {
+			killed = id
+		} else {
+			other = id
+		}
+	}
+	if killed == "" || other == "" {
+		t.Fatalf("cannot tell which replica holds the lease (%q)", leader)
+	}
+	must(t, syscall.Kill(s.replicas[killed].Process.PID(), syscall.SIGKILL))
+	killedAt := time.Now()
+	if afterKill != nil {
+		afterKill()
+	}
+	t.Logf("killed leader %s (%s)", killed, leader)
+	waitUntil(t, s.ctx, leaseDuration+6*time.Second, "takeover", func() bool {
+		id, err := holder(s.ctx, s.h)
+		return err == nil && id != "" && id != leader
+	})
+	t.Logf("%s took over %s after the kill", other, time.Since(killedAt).Round(100*time.Millisecond))
+	return killedAt
+}
+
+// scaleDownBetween fails unless the Deployment goes from 4 to 1 replicas
+// between early and late.
+func (s *scenario) scaleDownBetween(t *testing.T, early, late time.Time, why string) {
+	var downAt time.Time
+	for downAt.IsZero() {
+		if time.Now().After(late) {
+			t.Fatalf("no scale-down by %s: %s", late.Format(time.StampMilli), why)
+		}
+		if got := s.deployReplicas(t); got >= 0 && got < maxReplicas {
+			downAt = time.Now()
+			if downAt.Before(early) {
+				t.Fatalf("scaled down to %d at %s, %s before %s: %s", got,
+					downAt.Format(time.StampMilli), early.Sub(downAt).Round(100*time.Millisecond), early.Format(time.StampMilli), why)
+			}
+			if got != 1 {
+				t.Errorf("scaled down to %d, want 1", got)
+			}
+		}
+		select {
+		case <-s.ctx.Done():
+			t.Fatal(s.ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	t.Logf("scaled down at %s (allowed from %s to %s)", downAt.Format(time.StampMilli), early.Format(time.StampMilli), late.Format(time.StampMilli))
+}
+
+// TestFailoverKeepsStabilization kills the leader half-way through a
+// scale-down stabilization window: the new leader releases the scale-down
+// when the window ends, not a window after it took over.
+func TestFailoverKeepsStabilization(t *testing.T) {
+	s := start(t)
+	ctx, dyn, setLoad := s.ctx, s.dyn, s.setLoad
+	deployReplicas := func() int32 { return s.deployReplicas(t) }
 	// Let the leader see the full Deployment at 4 for a few periods.
 	time.Sleep(2 * syncPeriod)
 
@@ -122,34 +202,10 @@ func TestFailoverKeepsStabilization(t *testing.T) {
 
 	// Kill the leader half-way through the window.
 	time.Sleep(time.Until(lastHigh.Add(window / 2)))
-	leader, err := holder(ctx, h)
-	must(t, err)
-	var killed, other string
-	for id := range replicas {
-		if matchesIdentity(t, replicas[id], leader) {
-			killed = id
-		} else {
-			other = id
-		}
-	}
-	if killed == "" || other == "" {
-		t.Fatalf("cannot tell which replica holds the lease (%q)", leader)
-	}
 	if got := deployReplicas(); got != maxReplicas {
 		t.Fatalf("scaled down to %d before the leader was killed (%s before the window ends)", got, time.Until(releaseAt))
 	}
-	must(t, syscall.Kill(replicas[killed].Process.PID(), syscall.SIGKILL))
-	killedAt := time.Now()
-	t.Logf("killed leader %s (%s)", killed, leader)
-
-	// The other replica takes over within the lease duration plus a retry
-	// period and some slack.
-	takeoverLimit := leaseDuration + 6*time.Second
-	waitUntil(t, ctx, takeoverLimit, "takeover", func() bool {
-		id, err := holder(ctx, h)
-		return err == nil && id != "" && id != leader
-	})
-	t.Logf("%s took over %s after the kill", other, time.Since(killedAt).Round(100*time.Millisecond))
+	s.killLeader(t, nil)
 
 	// No scale-down before the window has passed since the last high
 	// recommendation (a reconcile at exactly lastHigh+window may release
@@ -159,31 +215,44 @@ func TestFailoverKeepsStabilization(t *testing.T) {
 	// scale-down until a window after its takeover, at least
 	// window/2 + the takeover time later than releaseAt: more than this
 	// slack.
-	early := releaseAt.Add(-time.Second)
-	late := releaseAt.Add(syncPeriod + 8*time.Second)
-	var downAt time.Time
-	for downAt.IsZero() {
-		if time.Now().After(late) {
-			t.Fatalf("no scale-down %s after the window ended (deadline %s); without the persisted history the new leader holds 4 replicas until a window after its takeover",
-				time.Since(releaseAt).Round(100*time.Millisecond), late.Format(time.StampMilli))
-		}
-		if got := deployReplicas(); got >= 0 && got < maxReplicas {
-			downAt = time.Now()
-			if downAt.Before(early) {
-				t.Fatalf("scaled down to %d at %s, %s before the stabilization window ended", got,
-					downAt.Format(time.StampMilli), releaseAt.Sub(downAt).Round(100*time.Millisecond))
-			}
-			if got != 1 {
-				t.Errorf("scaled down to %d, want 1", got)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
+	s.scaleDownBetween(t, releaseAt.Add(-time.Second), releaseAt.Add(syncPeriod+8*time.Second),
+		"the window ends a window after the last high recommendation; without the persisted history the new leader holds 4 replicas until a window after its takeover")
+}
+
+// TestFailoverContinuesSteadyRecommendation: the load stays high for
+// longer than the window, so the newest high recommendation stored (a
+// steady one is not written again) is older than the window when the
+// leader is killed, and the load falls at that moment. The controller
+// that never stopped would hold the scale-down for a window after its last
+// high recommendation, just before the kill; so must the new leader, which
+// learns from the lease when its predecessor was last alive. Without that
+// it would scale down as soon as it took over.
+func TestFailoverContinuesSteadyRecommendation(t *testing.T) {
+	s := start(t)
+	hist, err := persisted(s.ctx, s.dyn)
+	must(t, err)
+	recs := hist.Recommendations
+	if len(recs) == 0 || recs[len(recs)-1].Replicas <= 1 {
+		t.Fatalf("persisted recommendations %+v, want a high one last", recs)
 	}
-	t.Logf("scaled down at %s, %s after the window ended", downAt.Format(time.StampMilli), downAt.Sub(releaseAt).Round(100*time.Millisecond))
+	stored := recs[len(recs)-1].Time
+	time.Sleep(time.Until(stored.Add(window + 5*time.Second)))
+	if hist, err = persisted(s.ctx, s.dyn); err == nil && len(hist.Recommendations) > 0 {
+		stored = hist.Recommendations[len(hist.Recommendations)-1].Time
+	}
+	t.Logf("newest stored recommendation at %s, %s ago", stored.Format(time.StampMilli), time.Since(stored).Round(100*time.Millisecond))
+	if time.Since(stored) < window {
+		t.Fatalf("the newest stored recommendation is only %s old: the scenario needs one older than the window (%s)", time.Since(stored), window)
+	}
+
+	// The load falls as the leader dies, before the new one takes over.
+	killedAt := s.killLeader(t, func() { s.setLoad("1") })
+	// The predecessor renewed the lease at most a retry period (1 s)
+	// before the kill and recommended high until then: hold until a window
+	// after that (1 s more for clocks), then scale down within a sync
+	// period and some slack.
+	s.scaleDownBetween(t, killedAt.Add(window-2*time.Second), killedAt.Add(window+syncPeriod+8*time.Second),
+		"a window after the previous leader's last high recommendation, just before the kill")
 }
 
 func must(t *testing.T, err error) {
