@@ -26,13 +26,17 @@ func newCadence() *cadence {
 }
 
 // scheduled records that key is due at t; an earlier time already
-// recorded wins.
-func (c *cadence) scheduled(key string, t time.Time) {
+// recorded wins. It reports whether t is now the key's time: when not, the
+// key already waits in the queue for an earlier one, and queueing it again
+// would change nothing.
+func (c *cadence) scheduled(key string, t time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if d, ok := c.due[key]; !ok || t.Before(d) {
-		c.due[key] = t
+	if d, ok := c.due[key]; ok && !t.Before(d) {
+		return false
 	}
+	c.due[key] = t
+	return true
 }
 
 // started takes the time key was due, now when unknown (scheduled before

@@ -209,9 +209,14 @@ func (c *Controller) sharesNamespace(namespace string) bool {
 	return c.r.selectors.count(namespace) > 1
 }
 
-// scheduleAt queues key for t: at once when t is not in the future.
+// scheduleAt queues key for t: at once when t is not in the future. A key
+// already waiting for an earlier time is left alone: every echo of the
+// controller's own status writes comes here, and the delaying queue would
+// only find that it keeps the earlier time.
 func (c *Controller) scheduleAt(key string, t time.Time) {
-	c.cadence.scheduled(key, t)
+	if !c.cadence.scheduled(key, t) {
+		return
+	}
 	if d := t.Sub(c.r.clock.Now()); d > 0 {
 		c.queue.AddAfter(key, d)
 		return
