@@ -255,3 +255,22 @@ func TestConditionsAwarePassesThrough(t *testing.T) {
 		t.Errorf("%d calls for 2 conditions-aware requests, want 2", next.calls)
 	}
 }
+
+// BenchmarkRemembered is the cost of a remembered decision for 32
+// concurrent clients, as the adapter serves the HPA.
+func BenchmarkRemembered(b *testing.B) {
+	a := New(&counting{decide: allowAll})
+	req := hpaRequest()
+	if _, _, err := a.Authorize(context.Background(), req); err != nil {
+		b.Fatal(err)
+	}
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if d, _, _ := a.Authorize(context.Background(), req); d != authorizer.DecisionAllow {
+				b.Fatal("not allowed")
+			}
+		}
+	})
+}
