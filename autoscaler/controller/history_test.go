@@ -97,20 +97,29 @@ func TestRestartKeepsDecisions(t *testing.T) {
 						}
 					}
 				}
-				want := never.decisions[restartAt:]
-				if !slicesEqual(seeded.decisions, want) {
-					t.Errorf("restarted with the persisted history decided %v, the controller that never restarted %v", seeded.decisions, want)
-				}
-				if slicesEqual(unseeded.decisions, want) {
-					t.Errorf("restarted without the persisted history decided as the controller that never restarted (%v): the test shows nothing", want)
-				}
-				if want[len(want)-1] != 1 {
-					t.Errorf("never scaled down to 1: %v", want)
-				}
-				t.Logf("decisions from the restart on: %v; without the history: %v", want, unseeded.decisions)
+				decidesAsNeverStopped(t, never, restartAt, seeded, "restarted with the persisted history", unseeded, "restarted without it")
 			})
 		}
 	}
+}
+
+// decidesAsNeverStopped checks that the run that took over at step from
+// (good) decided as the controller that never stopped, until the scale-down
+// to 1, and that the run without what good knew (bad) did not, which shows
+// that knowledge mattered.
+func decidesAsNeverStopped(t *testing.T, never *restartRun, from int, good *restartRun, goodName string, bad *restartRun, badName string) {
+	t.Helper()
+	want := never.decisions[from:]
+	if !slicesEqual(good.decisions, want) {
+		t.Errorf("%s decided %v, the controller that never stopped %v", goodName, good.decisions, want)
+	}
+	if slicesEqual(bad.decisions, want) {
+		t.Errorf("%s decided as the controller that never stopped (%v): the test shows nothing", badName, want)
+	}
+	if want[len(want)-1] != 1 {
+		t.Errorf("never scaled down to 1: %v", want)
+	}
+	t.Logf("decisions from step %d on: %v; %s: %v", from, want, badName, bad.decisions)
 }
 
 // TestHandoverKeepsDecisions: with leader election, a steadily repeated
@@ -155,17 +164,7 @@ func TestHandoverKeepsDecisions(t *testing.T) {
 					}
 				}
 			}
-			want := never.decisions[takeOverAt:]
-			if !slicesEqual(informed.decisions, want) {
-				t.Errorf("the informed new leader decided %v, the controller that never stopped %v", informed.decisions, want)
-			}
-			if slicesEqual(uninformed.decisions, want) {
-				t.Errorf("the uninformed new leader decided as the controller that never stopped (%v): the test shows nothing", want)
-			}
-			if want[len(want)-1] != 1 {
-				t.Errorf("never scaled down to 1: %v", want)
-			}
-			t.Logf("decisions from the take-over on: %v; uninformed: %v", want, uninformed.decisions)
+			decidesAsNeverStopped(t, never, takeOverAt, informed, "the informed new leader", uninformed, "the uninformed new leader")
 		})
 	}
 }
