@@ -3,6 +3,7 @@ package jsonmeta
 import (
 	"bytes"
 	encjson "encoding/json"
+	"reflect"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -169,5 +170,79 @@ func FuzzEvent(f *testing.F) {
 			return // declined, or its object's decoder rejects it
 		}
 		sameEvent(t, doc)
+	})
+}
+
+// withoutManagedFieldsByMap is WithoutManagedFields by decoding: doc as a
+// map with metadata.managedFields deleted.
+func withoutManagedFieldsByMap(t *testing.T, doc []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := encjson.Unmarshal(doc, &m); err != nil {
+		t.Fatalf("%q: %v", doc, err)
+	}
+	if meta, ok := m["metadata"].(map[string]any); ok {
+		delete(meta, "managedFields")
+	}
+	return m
+}
+
+func TestWithoutManagedFields(t *testing.T) {
+	tests := []struct {
+		name, doc, want string
+		ok              bool
+	}{
+		{"as the apiserver writes it", `{"apiVersion":"v","kind":"K","metadata":{"generation":1,"managedFields":[{"f:x":{}}],"name":"a"},"spec":{}}`,
+			`{"apiVersion":"v","kind":"K","metadata":{"generation":1,"name":"a"},"spec":{}}`, true},
+		{"first member, spaces", `{"metadata": { "managedFields" : [ "]" ] , "name":"a" }}`, `{"metadata": { "name":"a" }}`, true},
+		{"last member", `{"metadata":{"name":"a", "managedFields":[]}}`, `{"metadata":{"name":"a"}}`, true},
+		{"only member", `{"metadata":{"managedFields":null}}`, `{"metadata":{}}`, true},
+		{"no managed fields", `{"metadata":{"name":"a"}}`, ``, false},
+		{"no metadata", `{"kind":"K"}`, ``, false},
+		{"metadata not an object", `{"metadata":[{"managedFields":1}]}`, ``, false},
+		{"managedFields elsewhere only", `{"spec":{"managedFields":[]},"metadata":{}}`, ``, false},
+		{"a repeated metadata", `{"metadata":{"managedFields":[]},"metadata":{"name":"a"}}`, ``, false},
+		{"a repeated managedFields", `{"metadata":{"managedFields":[],"managedFields":[1]}}`, ``, false},
+		{"an escaped key on the way", `{"metad\u0061ta":{"managedFields":[]}}`, ``, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, ok := WithoutManagedFields([]byte(tc.doc))
+			if ok != tc.ok || string(out) != tc.want {
+				t.Fatalf("got %q %v, want %q %v", out, ok, tc.want, tc.ok)
+			}
+			if ok && !reflect.DeepEqual(withoutManagedFieldsByMap(t, out), withoutManagedFieldsByMap(t, []byte(tc.doc))) {
+				t.Errorf("%q does not decode as %q without managed fields", out, tc.doc)
+			}
+		})
+	}
+}
+
+// FuzzWithoutManagedFields: on every valid JSON document, where
+// WithoutManagedFields answers, its answer is valid JSON that decodes as
+// the document with metadata.managedFields deleted.
+func FuzzWithoutManagedFields(f *testing.F) {
+	for _, s := range []string{
+		`{"kind":"K","metadata":{"managedFields":[{"f:s":{"k:{\"a\":1}":{}}}],"name":"x"},"status":{}}`,
+		`{"metadata":{"name":"x","managedFields":[]} }`,
+		`{"metadata":{"managedFields":{}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		var m map[string]any
+		if encjson.Unmarshal(doc, &m) != nil {
+			return
+		}
+		out, ok := WithoutManagedFields(doc)
+		if !ok {
+			return
+		}
+		if !encjson.Valid(out) {
+			t.Fatalf("%q: invalid result %q", doc, out)
+		}
+		if got, want := withoutManagedFieldsByMap(t, out), withoutManagedFieldsByMap(t, doc); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: %q decodes as %v, want %v", doc, out, got, want)
+		}
 	})
 }
