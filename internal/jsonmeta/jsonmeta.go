@@ -134,29 +134,12 @@ func memberSpans(data []byte, visit func(member) bool) (end int, ok bool) {
 // it watches they are 40% of the bytes (the status writer's field set is
 // larger than the status), so decoding them was 40% of the decode.
 func WithoutManagedFields(obj []byte) (out []byte, ok bool) {
-	var meta *member
-	if _, ok := memberSpans(obj, func(m member) bool {
-		if m.key == "metadata" {
-			if meta != nil {
-				return false
-			}
-			meta = &m
-		}
-		return true
-	}); !ok || meta == nil {
+	meta, ok := onlyMember(obj, "metadata")
+	if !ok {
 		return nil, false
 	}
-	metadata := obj[meta.value:meta.end]
-	var mf *member
-	if _, ok := memberSpans(metadata, func(m member) bool {
-		if m.key == "managedFields" {
-			if mf != nil {
-				return false
-			}
-			mf = &m
-		}
-		return true
-	}); !ok || mf == nil {
+	mf, ok := onlyMember(obj[meta.value:meta.end], "managedFields")
+	if !ok {
 		return nil, false
 	}
 	// Cut the member and the comma after it, or else the one before it.
@@ -175,6 +158,23 @@ func WithoutManagedFields(obj []byte) (out []byte, ok bool) {
 	out = make([]byte, 0, len(obj)-(to-from))
 	out = append(out, obj[:from]...)
 	return append(out, obj[to:]...), true
+}
+
+// onlyMember returns the member key of the JSON object in data; ok is
+// false where data is no such object (see memberSpans), or the key is
+// missing or repeated.
+func onlyMember(data []byte, key string) (m member, ok bool) {
+	found := false
+	if _, ok := memberSpans(data, func(c member) bool {
+		if c.key != key {
+			return true
+		}
+		m, found = c, !found
+		return found // a second one: give up
+	}); !ok {
+		return member{}, false
+	}
+	return m, found
 }
 
 // plainString is the value of a JSON string without escapes and of ASCII
