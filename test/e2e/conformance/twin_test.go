@@ -222,6 +222,9 @@ func runScenario(t *testing.T, sc scenario) {
 	if err := createTwins(ctx, ns, sc.spec); err != nil {
 		t.Fatal(err)
 	}
+	// The desired replicas each settled on in the previous step: the next
+	// step's sequences start from them.
+	var prevO, prevT *int32
 	for i, st := range sc.steps {
 		if i > 0 && st.set != nil {
 			st.set(m)
@@ -233,10 +236,11 @@ func runScenario(t *testing.T, sc scenario) {
 				}
 			}
 		}
-		oracle, tidal, err := settle(ctx, ns, cmp.Or(st.settle, settleDefault))
+		oracle, tidal, err := settle(ctx, ns, cmp.Or(st.settle, settleDefault), prevO, prevT)
 		if err != nil {
 			t.Fatalf("step %d (%s): %v", i, st.name, err)
 		}
+		prevO, prevT = ptr.To(oracle.DesiredReplicas), ptr.To(tidal.DesiredReplicas)
 		if !oracle.equal(tidal) {
 			t.Errorf("step %d (%s): tidal decided differently from the upstream HPA controller\n  upstream: %s\n  tidal:    %s", i, st.name, oracle, tidal)
 		} else {
@@ -361,11 +365,17 @@ func observe(ctx context.Context, ns string) (oracle, tidal observation, err err
 
 // settle polls both controllers until neither has changed for `quiet`,
 // and returns what they settled on, with the sequence of desired replicas
-// each went through.
-func settle(ctx context.Context, ns string, quiet time.Duration) (oracle, tidal observation, err error) {
+// each went through. prevO and prevT are what each settled on in the
+// previous step (nil before the first): each sequence starts there, so
+// whether the first poll still sees that value (a controller has not yet
+// reconciled since the step's change) is timing and does not count.
+func settle(ctx context.Context, ns string, quiet time.Duration, prevO, prevT *int32) (oracle, tidal observation, err error) {
 	const timeout = 3 * time.Minute
 	deadline := time.Now().Add(timeout)
 	var seqO, seqT []int32
+	if prevO != nil && prevT != nil {
+		seqO, seqT = []int32{*prevO}, []int32{*prevT}
+	}
 	var lastO, lastT observation
 	changed := time.Now()
 	for first := true; ; first = false {
