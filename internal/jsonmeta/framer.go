@@ -111,9 +111,7 @@ func (f *frameReader) scanValue() (end int, ok bool, err error) {
 	b := f.buf[:f.end]
 	i := f.scan
 	if f.depth == 0 {
-		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-			i++
-		}
+		i = space(b, i)
 		f.start, f.scan = i, i
 		if i == len(b) {
 			return 0, false, nil
@@ -155,8 +153,6 @@ func (f *frameReader) scanValue() (end int, ok bool, err error) {
 	return 0, false, nil
 }
 
-// fill reads more of the stream, first moving the unreturned bytes to the
-// front of the buffer (or into a larger one).
 // escapedQuote reports whether the quote at q is escaped: preceded by an
 // odd number of backslashes, counting back no further than from.
 func escapedQuote(b []byte, from, q int) bool {
@@ -167,6 +163,8 @@ func escapedQuote(b []byte, from, q int) bool {
 	return n%2 == 1
 }
 
+// fill reads more of the stream, first moving the unreturned bytes to the
+// front of the buffer (or into a larger one).
 func (f *frameReader) fill() error {
 	if f.start > 0 {
 		n := copy(f.buf, f.buf[f.start:f.end])
