@@ -246,8 +246,9 @@ func (s eventSerializer) Decode(data []byte, defaults *schema.GroupVersionKind, 
 		if typ, obj, ok := jsonmeta.Event(data); ok {
 			ev.Type = typ
 			ev.Object = runtime.RawExtension{}
-			if slim, ok := jsonmeta.WithoutManagedFields(obj); ok && !s.keepManagedFields {
-				ev.Object.Raw = slim // a copy, as it must be: frames' buffers are reused
+			// A copy either way, as it must be: frames' buffers are reused.
+			if slim, ok := s.withoutManagedFields(obj); ok {
+				ev.Object.Raw = slim
 			} else if obj != nil {
 				ev.Object.Raw = append([]byte(nil), obj...)
 			}
@@ -256,6 +257,15 @@ func (s eventSerializer) Decode(data []byte, defaults *schema.GroupVersionKind, 
 		}
 	}
 	return s.Serializer.Decode(data, defaults, into)
+}
+
+// withoutManagedFields is jsonmeta.WithoutManagedFields, unless the
+// managed fields are kept (then it does not look for them).
+func (s eventSerializer) withoutManagedFields(obj []byte) ([]byte, bool) {
+	if s.keepManagedFields {
+		return nil, false
+	}
+	return jsonmeta.WithoutManagedFields(obj)
 }
 
 func (n haJSON) SupportedMediaTypes() []runtime.SerializerInfo {
