@@ -300,6 +300,12 @@ func selectors(options *metainternalversion.ListOptions) (labels.Selector, field
 	if options.LabelSelector != nil {
 		sel = options.LabelSelector
 	}
+	// The apiserver decodes a missing fieldSelector as an empty selector,
+	// not nil: testing it on every pod would build a field set per pod for
+	// nothing.
+	if options.FieldSelector == nil || options.FieldSelector.Empty() {
+		return sel, nil
+	}
 	return sel, options.FieldSelector
 }
 

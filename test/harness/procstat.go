@@ -22,28 +22,35 @@ var clockTicks = func() float64 {
 // CPUSeconds is the user+system CPU time a process has used so far, from
 // /proc/PID/stat.
 func CPUSeconds(pid int) (float64, error) {
+	user, system, err := CPUTimes(pid)
+	return user + system, err
+}
+
+// CPUTimes is the user and the system CPU time a process has used so far,
+// in seconds, from /proc/PID/stat.
+func CPUTimes(pid int) (user, system float64, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// The command name (field 2) may hold spaces: fields count from the
 	// last ')'. utime and stime are fields 14 and 15.
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+		return 0, 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
 	}
 	f := strings.Fields(s[i+1:])
 	if len(f) < 13 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+		return 0, 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
 	}
 	// f[0] is field 3 (state): utime is f[11], stime f[12].
 	u, err1 := strconv.ParseFloat(f[11], 64)
 	st, err2 := strconv.ParseFloat(f[12], 64)
 	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+		return 0, 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
 	}
-	return (u + st) / clockTicks, nil
+	return u / clockTicks, st / clockTicks, nil
 }
 
 // StatusKiB reads a "Vm..." field of /proc/PID/status (VmRSS, VmHWM), in

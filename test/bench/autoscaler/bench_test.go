@@ -37,7 +37,7 @@
 // its once-a-minute history refresh: measure a multiple of 4 periods, as
 // the autoscalers were created together and refresh in step),
 // TIDAL_BENCH_PROFILE (a file: tidal runs with --profiling and a CPU
-// profile of its first measured period is written there),
+// profile of its measured periods is written there),
 // TIDAL_BENCH_KCM_PROFILE (the same for kube-controller-manager).
 //
 // Figures depend on the machine and its load; nothing here asserts on
@@ -182,8 +182,8 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		if err != nil {
 			b.Fatalf("phase %s: %v", phase, err)
 		}
-		b.Logf("%s per period: %.2f CPU-s, %.0f reconciles, %.0f requests; requests over the %d periods: %s; desired replicas %v",
-			phase, r.cpuPerPeriod, r.reconcilesPerPeriod, float64(r.requests.Total)/float64(cfg.periods), cfg.periods, r.requests, r.desired)
+		b.Logf("%s per period: %.2f CPU-s (system %.2f), %.0f reconciles, %.0f requests; requests over the %d periods: %s; desired replicas %v",
+			phase, r.cpuPerPeriod, r.systemPerPeriod, r.reconcilesPerPeriod, float64(r.requests.Total)/float64(cfg.periods), cfg.periods, r.requests, r.desired)
 		results[phase] = r
 		b.ReportMetric(r.cpuPerPeriod, phase+"-cpu-s/period")
 		b.ReportMetric(float64(r.requests.Total)/float64(cfg.periods), phase+"-requests/period")
@@ -319,7 +319,10 @@ func spec(t target) autoscalingv2.HorizontalPodAutoscalerSpec {
 
 // phaseResult is what one controller did per sync period.
 type phaseResult struct {
-	cpuPerPeriod        float64
+	cpuPerPeriod float64
+	// systemPerPeriod is the kernel's part of cpuPerPeriod (system calls,
+	// and on loopback the receiving side's network processing too).
+	systemPerPeriod     float64
 	reconcilesPerPeriod float64
 	requests            requestCount
 	// desired counts the objects by status.desiredReplicas at the end.
@@ -370,7 +373,7 @@ func measure(ctx context.Context, b *testing.B, cfg config, pid int, users []str
 		return counter(ctx)
 	}
 	from := time.Now()
-	cpu0, err := harness.CPUSeconds(pid)
+	user0, sys0, err := harness.CPUTimes(pid)
 	if err != nil {
 		return r, err
 	}
@@ -390,7 +393,7 @@ func measure(ctx context.Context, b *testing.B, cfg config, pid int, users []str
 		}
 	}
 	to := time.Now()
-	cpu1, err := harness.CPUSeconds(pid)
+	user1, sys1, err := harness.CPUTimes(pid)
 	if err != nil {
 		return r, err
 	}
@@ -410,7 +413,8 @@ func measure(ctx context.Context, b *testing.B, cfg config, pid int, users []str
 	if r.desired, _, err = statuses(ctx); err != nil {
 		return r, err
 	}
-	r.cpuPerPeriod = (cpu1 - cpu0) / float64(cfg.periods)
+	r.cpuPerPeriod = (user1 - user0 + sys1 - sys0) / float64(cfg.periods)
+	r.systemPerPeriod = (sys1 - sys0) / float64(cfg.periods)
 	r.reconcilesPerPeriod = n / float64(cfg.periods)
 	return r, nil
 }
@@ -477,10 +481,12 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 	profiled := false
 	counter := func(ctx context.Context) (float64, error) {
 		if profile != "" && !profiled {
-			// Called at the start of the window: profile its first period.
+			// Called at the start of the window: profile all of it (one
+			// period alone holds too few samples to tell small costs apart).
 			profiled = true
 			go func() {
-				data, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", a.HealthPort, int(syncPeriod.Seconds())))
+				window := time.Duration(cfg.periods) * syncPeriod
+				data, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", a.HealthPort, int(window.Seconds())))
 				if err == nil {
 					err = os.WriteFile(profile, []byte(data), 0o644)
 				}
