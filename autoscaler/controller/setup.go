@@ -119,10 +119,11 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 	}
 
 	// The autoscalers' informer resyncs every sync period (a backstop to
-	// the queue's own periodic requeue, as upstream); pods never resync.
+	// the queue's own periodic requeue, as upstream); pods never resync,
+	// and are cached slim (CacheTransform).
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithCustomResyncConfig(
 		map[metav1.Object]time.Duration{&autoscalingv2.HorizontalPodAutoscaler{}: c.SyncPeriod}),
-		informers.WithTransform(StripManagedFields))
+		informers.WithTransform(CacheTransform))
 	r := &Runner{invalidate: apiVersions, workers: c.Workers, client: c.Client}
 	r.start = append(r.start, factory.Start)
 	r.shutdown = append(r.shutdown, factory.Shutdown)

@@ -1,0 +1,60 @@
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CacheTransform is the transform of the controller's shared informers:
+// pods are cut down to what the controller reads (SlimPod); any other
+// object loses its managed fields (StripManagedFields).
+func CacheTransform(obj any) (any, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		return SlimPod(p), nil
+	}
+	return StripManagedFields(obj)
+}
+
+// SlimPod cuts p down, in place, to what the controller reads of a pod:
+// its name, namespace, labels (selectors) and deletion timestamp; the
+// requests and restart policies of its containers, its pod-level requests
+// and its overhead (replicas.FromV1Pod, with upstream's
+// resourcehelpers.PodRequests); its phase, start time and Ready
+// condition (pod grouping). The controller caches every pod of the
+// cluster, and a pod's environment, volumes, annotations and container
+// statuses are most of its size.
+func SlimPod(p *corev1.Pod) *corev1.Pod {
+	p.ObjectMeta = metav1.ObjectMeta{
+		Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+		Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp,
+	}
+	resources := p.Spec.Resources
+	p.Spec = corev1.PodSpec{
+		Containers:     slimContainers(p.Spec.Containers),
+		InitContainers: slimContainers(p.Spec.InitContainers),
+		Overhead:       p.Spec.Overhead,
+	}
+	if r := resources; r != nil && r.Requests != nil {
+		p.Spec.Resources = &corev1.ResourceRequirements{Requests: r.Requests}
+	}
+	var ready []corev1.PodCondition
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			ready = []corev1.PodCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
+			break
+		}
+	}
+	p.Status = corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime, Conditions: ready}
+	return p
+}
+
+func slimContainers(cs []corev1.Container) []corev1.Container {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name, Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}, RestartPolicy: c.RestartPolicy}
+	}
+	return out
+}
