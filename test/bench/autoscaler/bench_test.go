@@ -49,7 +49,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -287,23 +286,28 @@ func createWorkload(ctx context.Context, c kubernetes.Interface, node string, cf
 	}
 }
 
-// jitterUsage gives every pod a new cpu usage between 46m and 54m (46-54%
-// of its request) every 3 s: each reconcile sees new values, none is
-// outside the tolerance of a 50% target. With cfg.steady every pod stays
-// at 50m.
+// jitterUsage moves every pod's cpu usage every 3 s between 46m and 54m
+// (46-54% of its request, inside the tolerance of a 50% target): in step
+// e, the pod of rank r in namespace n uses 46 + (e+n+r) mod 9 milli-cpu.
+// The sum over a Deployment's 5 pods then differs between any two steps
+// 4, 5 or 6 apart (a sync period is 5 steps), so every reconcile sees a
+// new average and writes a status. (Random values, shared by all the
+// Deployments of a namespace, left a namespace's 100 statuses unchanged
+// whenever two draws had the same sum: the status writes per period
+// varied by a sixth between phases of one run.) With cfg.steady every
+// pod stays at 50m.
 func jitterUsage(ctx context.Context, m *metricsserver.Server, cfg config) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for {
-		for i := range cfg.namespaces {
+	for step := 0; ; step++ {
+		for ns := range cfg.namespaces {
 			vals := make([]*resource.Quantity, cfg.pods)
-			for r := range vals {
-				milli := 46 + rng.IntN(9)
+			for rank := range vals {
+				milli := 46 + usageStep(step+ns+rank)
 				if cfg.steady {
 					milli = 50
 				}
-				vals[r] = metricsserver.Q(fmt.Sprintf("%dm", milli))
+				vals[rank] = metricsserver.Q(fmt.Sprintf("%dm", milli))
 			}
-			m.SetPodUsage(fmt.Sprintf("bench-%d", i), labels.Everything(), "app", corev1.ResourceCPU, vals...)
+			m.SetPodUsage(fmt.Sprintf("bench-%d", ns), labels.Everything(), "app", corev1.ResourceCPU, vals...)
 		}
 		select {
 		case <-ctx.Done():
@@ -312,6 +316,9 @@ func jitterUsage(ctx context.Context, m *metricsserver.Server, cfg config) {
 		}
 	}
 }
+
+// usageStep is i mod 9, in [0, 9).
+func usageStep(i int) int { return i % 9 }
 
 // spec is every autoscaler's spec: cpu utilization 50%, 1..10 replicas.
 func spec(t target) autoscalingv2.HorizontalPodAutoscalerSpec {
