@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/utils/ptr"
 
@@ -34,7 +35,7 @@ func fullPod(name string) *corev1.Pod {
 	}
 	container := func(n string) corev1.Container {
 		return corev1.Container{
-			Name: n, Image: "registry.invalid/team/app:1.2.3", Args: []string{"--port=8080", "--log-level=info"},
+			Name: n, Image: "team/app:1.2.3", Args: []string{"--port=8080", "--log-level=info"},
 			Env: env, Resources: req,
 			Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 			VolumeMounts:   []corev1.VolumeMount{{Name: "config", MountPath: "/etc/app"}, {Name: "token", MountPath: "/var/run/secrets"}},
@@ -43,17 +44,21 @@ func fullPod(name string) *corev1.Pod {
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: "shop", UID: "uid-" + "1", ResourceVersion: "42",
+			Name: name, Namespace: "shop", UID: types.UID("uid-" + name), ResourceVersion: "42",
 			Labels:          map[string]string{"app": "web", "pod-template-hash": "5d8f7"},
 			Annotations:     map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-03-01T11:00:00Z", "prometheus.io/scrape": "true"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d8f7", UID: "rs"}},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate}},
 		},
 		Spec: corev1.PodSpec{
-			Containers:     []corev1.Container{container("app"), container("proxy")},
-			InitContainers: []corev1.Container{container("migrate"), func() corev1.Container { c := container("log-shipper"); c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways); return c }()},
-			Volumes:        []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "web"}}}}},
-			NodeName:       "node-1", ServiceAccountName: "web",
+			Containers: []corev1.Container{container("app"), container("proxy")},
+			InitContainers: []corev1.Container{container("migrate"), func() corev1.Container {
+				c := container("log-shipper")
+				c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+				return c
+			}()},
+			Volumes:  []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "web"}}}}},
+			NodeName: "node-1", ServiceAccountName: "web",
 			Overhead: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")},
 		},
 		Status: corev1.PodStatus{
@@ -62,7 +67,7 @@ func fullPod(name string) *corev1.Pod {
 				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: start},
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(start.Add(40 * time.Second))},
 			},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Image: "registry.invalid/team/app:1.2.3", ImageID: "sha256:0123456789abcdef"}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Image: "team/app:1.2.3", ImageID: "sha256:0123456789abcdef"}},
 		},
 	}
 }

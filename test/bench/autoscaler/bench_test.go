@@ -34,9 +34,8 @@
 // way, for before/after ratios from one run; a phase named twice reports
 // its mean, so "tidal,baseline,baseline,tidal" evens out the order),
 // TIDAL_BENCH_USAGE ("moving"; "steady": every pod at 50m throughout, so
-// statuses stop changing after the first reconcile, and tidal writes only
-// its once-a-minute history refresh: measure a multiple of 4 periods, as
-// the autoscalers were created together and refresh in step),
+// statuses stop changing after the first reconcile; tidal runs with leader
+// election, so it writes no history refresh either),
 // TIDAL_BENCH_PROFILE (a file: tidal runs with --profiling and a CPU
 // profile of its measured periods is written there),
 // TIDAL_BENCH_KCM_PROFILE (the same for kube-controller-manager).
@@ -289,9 +288,9 @@ func createWorkload(ctx context.Context, c kubernetes.Interface, node string, cf
 // jitterUsage moves every pod's cpu usage every 3 s between 46m and 54m
 // (46-54% of its request, inside the tolerance of a 50% target): in step
 // e, the pod of rank r in namespace n uses 46 + (e+n+r) mod 9 milli-cpu.
-// The sum over a Deployment's 5 pods then differs between any two steps
-// 4, 5 or 6 apart (a sync period is 5 steps), so every reconcile sees a
-// new average and writes a status. (Random values, shared by all the
+// The sum over a Deployment's pods (5 by default) then differs between
+// any two steps 4, 5 or 6 apart (a sync period is 5 steps), so every
+// reconcile sees a new average and writes a status. (Random values, shared by all the
 // Deployments of a namespace, left a namespace's 100 statuses unchanged
 // whenever two draws had the same sum: the status writes per period
 // varied by a sixth between phases of one run.) With cfg.steady every
