@@ -12,6 +12,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
@@ -56,10 +57,24 @@ var _ Lister = (*informerLister)(nil)
 // until ctx ends.
 func NewInformerLister(ctx context.Context, client metadata.Interface) Lister {
 	return &informerLister{
-		factory:   metadatainformer.NewSharedInformerFactory(client, 0),
+		factory:   metadatainformer.NewSharedInformerFactoryWithOptions(client, 0, metadatainformer.WithTransform(SlimMetadata)),
 		stop:      ctx.Done(),
 		informers: map[schema.GroupVersionResource]*watched{},
 	}
+}
+
+// SlimMetadata keeps, of a cached object's metadata, what the adapter
+// reads: name, namespace, uid, resourceVersion (PodMetrics are remembered
+// by it) and labels (selectors, and PodMetrics serve them). Every pod of
+// the cluster is cached, and managed fields, annotations and owner
+// references are most of a pod's metadata.
+func SlimMetadata(obj any) (any, error) {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		m.ObjectMeta = metav1.ObjectMeta{
+			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Labels: m.Labels,
+		}
+	}
+	return obj, nil
 }
 
 func (l *informerLister) get(ctx context.Context, gvr schema.GroupVersionResource) (*watched, error) {

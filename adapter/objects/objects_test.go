@@ -2,6 +2,9 @@ package objects_test
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -264,14 +267,14 @@ func TestSelectRemembered(t *testing.T) {
 	if _, err := fake("b").CreateFake(pod("b", "web-8", map[string]string{"app": "web"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// An annotation change is an event of namespace a: the answer follows.
-	p := pod("a", "web-1", map[string]string{"app": "web"})
-	p.Annotations = map[string]string{"note": "x"}
+	// A new label of web-1 (it still matches) is an event of namespace a:
+	// the answer follows. (Annotations are not cached: SlimMetadata.)
+	p := pod("a", "web-1", map[string]string{"app": "web", "tier": "front"})
 	if _, err := fake("a").UpdateFake(p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	got := until(t, "the annotated web-1", func(o []*metav1.PartialObjectMetadata) bool {
-		return len(o) == 2 && o[0].Annotations["note"] == "x"
+	got := until(t, "the relabelled web-1", func(o []*metav1.PartialObjectMetadata) bool {
+		return len(o) == 2 && o[0].Labels["tier"] == "front"
 	})
 	if &got[0] == &first[0] {
 		t.Error("the answer was kept past a change in its namespace")
@@ -280,4 +283,84 @@ func TestSelectRemembered(t *testing.T) {
 		t.Fatal(err)
 	}
 	until(t, "web-0,web-1,web-2", func(o []*metav1.PartialObjectMetadata) bool { return names(o) == "web-0,web-1,web-2" })
+}
+
+// The cache keeps of each object only the metadata the adapter reads:
+// managed fields, annotations, owner references and finalizers are cut.
+func TestCachedMetadataIsSlim(t *testing.T) {
+	full := pod("a", "web-1", map[string]string{"app": "web"})
+	full.UID, full.ResourceVersion = "uid-1", "7"
+	full.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-03-01T11:00:00Z"}
+	full.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d8f7", UID: "rs"}}
+	full.Finalizers = []string{"example.com/keep"}
+	full.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"}}
+	_, l, ctx := newLister(t, full)
+
+	got, err := l.(objects.CacheLister).Select(ctx, pods, "a", labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("got %d objects, want 1", len(got))
+	}
+	want := metav1.ObjectMeta{Namespace: "a", Name: "web-1", UID: "uid-1", ResourceVersion: got[0].ResourceVersion, Labels: map[string]string{"app": "web"}}
+	if got[0].ResourceVersion == "" || !reflect.DeepEqual(got[0].ObjectMeta, want) {
+		t.Errorf("cached metadata %+v, want %+v (with a resourceVersion)", got[0].ObjectMeta, want)
+	}
+}
+
+// BenchmarkMetadataCacheBytes reports the heap a cached pod's metadata
+// holds, decoded as the informer decodes it, with and without
+// SlimMetadata. The pod's managed fields are those of a Deployment's pod
+// (the ReplicaSet controller's spec and the kubelet's status).
+func BenchmarkMetadataCacheBytes(b *testing.B) {
+	p := pod("shop", "web-5d8f7-x2x9k", map[string]string{"app": "web", "pod-template-hash": "5d8f7"})
+	p.UID, p.ResourceVersion = "0b5c3f3e-8a57-4a62-9d0e-2f4f3b9c1a77", "123456"
+	p.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-03-01T11:00:00Z"}
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d8f7", UID: "rs", Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}}
+	spec := `{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"rs\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:env":{".":{},"k:{\"name\":\"A\"}":{".":{},"f:name":{},"f:value":{}},"k:{\"name\":\"B\"}":{".":{},"f:name":{},"f:value":{}}},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:ports":{".":{},"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:name":{},"f:protocol":{}}},"f:readinessProbe":{".":{},"f:httpGet":{".":{},"f:path":{},"f:port":{},"f:scheme":{}}},"f:resources":{".":{},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`
+	status := `{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Initialized\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},"f:containerStatuses":{},"f:hostIP":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\"10.0.0.7\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}`
+	p.ManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(spec)},
+		{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(status), Subresource: "status"},
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		transform func(any) (any, error)
+	}{
+		{"full", func(o any) (any, error) { return o, nil }},
+		{"slim", objects.SlimMetadata},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			const n = 1000
+			var perObject float64
+			for b.Loop() {
+				kept := make([]any, n)
+				before := heapInUse()
+				for i := range kept {
+					m := &metav1.PartialObjectMetadata{}
+					if err := json.Unmarshal(data, m); err != nil {
+						b.Fatal(err)
+					}
+					kept[i], _ = tc.transform(m)
+				}
+				perObject = float64(heapInUse()-before) / n
+				goruntime.KeepAlive(kept)
+			}
+			b.ReportMetric(perObject, "bytes/object")
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func heapInUse() uint64 {
+	goruntime.GC()
+	var m goruntime.MemStats
+	goruntime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
