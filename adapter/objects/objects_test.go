@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
-	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 
 	"github.com/tidal-autoscaler/tidal/adapter/objects"
+	"github.com/tidal-autoscaler/tidal/internal/heapbytes"
 )
 
 func pod(ns, name string, l map[string]string) *metav1.PartialObjectMetadata {
@@ -336,20 +336,16 @@ func BenchmarkMetadataCacheBytes(b *testing.B) {
 		{"slim", objects.SlimMetadata},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			const n = 1000
 			var perObject float64
 			for b.Loop() {
-				kept := make([]any, n)
-				before := heapInUse()
-				for i := range kept {
+				perObject = heapbytes.PerObject(1000, func(int) any {
 					m := &metav1.PartialObjectMetadata{}
 					if err := json.Unmarshal(data, m); err != nil {
 						b.Fatal(err)
 					}
-					kept[i], _ = tc.transform(m)
-				}
-				perObject = float64(heapInUse()-before) / n
-				goruntime.KeepAlive(kept)
+					slim, _ := tc.transform(m)
+					return slim
+				})
 			}
 			b.ReportMetric(perObject, "bytes/object")
 		})
@@ -357,10 +353,3 @@ func BenchmarkMetadataCacheBytes(b *testing.B) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
-
-func heapInUse() uint64 {
-	goruntime.GC()
-	var m goruntime.MemStats
-	goruntime.ReadMemStats(&m)
-	return m.HeapAlloc
-}

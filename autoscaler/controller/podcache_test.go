@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"runtime"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
+	"github.com/tidal-autoscaler/tidal/internal/heapbytes"
 )
 
 // fullPod is a pod as a cluster holds it: environment, volumes, probes,
@@ -158,29 +158,18 @@ func BenchmarkPodCacheBytes(b *testing.B) {
 		{"slim", CacheTransform},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			const n = 1000
 			var perPod float64
 			for b.Loop() {
-				kept := make([]any, n)
-				before := heapInUse()
-				for i := range kept {
+				perPod = heapbytes.PerObject(1000, func(int) any {
 					p := &corev1.Pod{}
 					if err := json.Unmarshal(data, p); err != nil {
 						b.Fatal(err)
 					}
-					kept[i], _ = tc.transform(p)
-				}
-				perPod = float64(heapInUse()-before) / n
-				runtime.KeepAlive(kept)
+					slim, _ := tc.transform(p)
+					return slim
+				})
 			}
 			b.ReportMetric(perPod, "bytes/pod")
 		})
 	}
-}
-
-func heapInUse() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
