@@ -64,6 +64,15 @@ func run(m *testing.M) int {
 	h, err := harness.Start(ctx, harness.Options{
 		Dir: dir, ControllerManager: true, Scheduler: true, Kwok: true,
 		HPAController: true, HPAControllerArgs: controllerFlags,
+		// The workload controllers (not the HPA controller under test)
+		// create the twins' pods without client throttling: all scenarios
+		// start together, and at the default 20 QPS new pods lagged a sync
+		// period (5 s) behind a scale-up. Then whichever controller
+		// reconciled during the lag counted a pending pod and took an extra
+		// intermediate step (e.g. 3, 5, 6, 8 against 3, 5, 8), a timing
+		// difference and not a decision difference.
+		ControllerManagerArgs: []string{"--kube-api-qps=300", "--kube-api-burst=600",
+			"--concurrent-replicaset-syncs=20", "--concurrent-deployment-syncs=20"},
 		// Beta and on by default in v1.37; explicit, as the scale-to-zero
 		// scenarios need it on the apiserver and both controllers.
 		FeatureGates: []string{"HPAScaleToZero=true"},
