@@ -148,7 +148,7 @@ func WithoutManagedFields(obj []byte) (out []byte, ok bool) {
 		to = space(obj, j+1)
 	} else {
 		k := from - 1
-		for k > meta.value && (obj[k] == ' ' || obj[k] == '\t' || obj[k] == '\n' || obj[k] == '\r') {
+		for k > meta.value && isSpace(obj[k]) {
 			k--
 		}
 		if obj[k] == ',' {
@@ -184,12 +184,17 @@ func plainString(value []byte) (string, bool) {
 	return s, plain && next == len(value)
 }
 
+// space returns the index of the first byte from i on that is not JSON
+// white space.
 func space(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+	for i < len(data) && isSpace(data[i]) {
 		i++
 	}
 	return i
 }
+
+// isSpace reports whether c is JSON white space.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // str reads a JSON string at i that has no escapes and only ASCII, and
 // returns it and the index after it; plain is false otherwise.
