@@ -36,7 +36,10 @@
 // (aggregator,direct), TIDAL_BENCH_BASELINE (another
 // tidal binary, run as "baseline" right after this tree's: before/after
 // ratios from one run), TIDAL_BENCH_PEER (a prometheus-adapter binary, or "build" to build it
-// from test/bench/peer; unset: tidal only), TIDAL_BENCH_PPROF (a directory:
+// from test/bench/peer; unset: tidal only), TIDAL_BENCH_PEER_ARGS (extra
+// flags for prometheus-adapter, space-separated, e.g. "--client-qps=1000
+// --client-burst=2000" to lift the 5 QPS limit of the client its pods/*
+// requests list pods with), TIDAL_BENCH_PPROF (a directory:
 // a CPU profile of tidal during each load, and of kube-apiserver during
 // each load through the aggregator, TIDAL_BENCH_PPROF_SECONDS long,
 // default 5).

@@ -197,7 +197,11 @@ func runScenario(b *testing.B, sc scenario) {
 	for _, s := range servers {
 		b.Run(s.name, func(b *testing.B) {
 			b.StopTimer()
-			srv, err := startServer(ctx, b, h, s.name, s.bin, sc.rules, sc.apis)
+			var args []string
+			if s.name == "prometheus-adapter" {
+				args = strings.Fields(os.Getenv("TIDAL_BENCH_PEER_ARGS"))
+			}
+			srv, err := startServer(ctx, b, h, s.name, s.bin, sc.rules, sc.apis, args...)
 			if err != nil {
 				b.Fatal(err)
 			}
