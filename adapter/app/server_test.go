@@ -277,3 +277,56 @@ func TestKubeClientDoesNotAskForGzip(t *testing.T) {
 		t.Errorf("Accept-Encoding %q, want none", enc)
 	}
 }
+
+// TestRunRejectsBadRuleFile: a rule file that does not load stops the
+// adapter at start-up, with the file and every problem in the error, the
+// parser's and the naming checks' alike (cli.Run then logs it and exits
+// 1). The problems chosen need no cluster to find.
+func TestRunRejectsBadRuleFile(t *testing.T) {
+	dir := t.TempDir()
+	rules := writeFile(t, dir, "rules.yaml", `rules:
+- seriesQuery: 'http_requests_total{pod!=""}'
+  seriesFilters:
+  - is: "^http_(.*"
+  metricsQuery: sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)
+`)
+	o := parse(t,
+		"--prometheus-url=http://prometheus.invalid:9090",
+		"--kubeconfig="+writeKubeconfig(t, dir, closedAddress(t)),
+		"--authentication-skip-lookup",
+		"--cert-dir="+filepath.Join(dir, "certs"),
+		"--bind-address=127.0.0.1",
+		"--config="+rules,
+	)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	o.SecureServing.Listener = ln
+	if errs := o.Validate(); len(errs) > 0 {
+		t.Fatalf("Validate() = %v", errs)
+	}
+	cfg, err := o.Config()
+	if err != nil {
+		t.Fatalf("Config() = %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = cfg.Run(ctx)
+	if err == nil {
+		t.Fatal("Run() with a bad rule file = nil, want an error")
+	}
+	wants := []struct{ name, text string }{
+		{"the flag and file", "--config " + rules + ":"},
+		{"the parser's problem", rules + ":4:9: rules[0].seriesFilters[0].is is not a valid regular expression"},
+		{"the naming check's problem", rules + ":2:3: rules[0].resources maps no label to a resource"},
+	}
+	for _, w := range wants {
+		t.Run(w.name, func(t *testing.T) {
+			if !strings.Contains(err.Error(), w.text) {
+				t.Errorf("Run() = %q, want it to contain %q", err, w.text)
+			}
+		})
+	}
+}

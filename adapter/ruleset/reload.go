@@ -45,6 +45,9 @@ type Reloader struct {
 	// seen is the hash of the content last tried, good or bad, so a bad
 	// file is reported once, not at every poll.
 	seen [sha256.Size]byte
+	// readErr is the last read error reported, "" while the file reads,
+	// so an unreadable file is reported once, not at every poll.
+	readErr string
 }
 
 // NewReloader returns a Reloader serving the empty Set until LoadInitial.
@@ -92,21 +95,24 @@ func (r *Reloader) install(set *Set) {
 }
 
 // Check reloads the file if its content changed since the last check. It
-// returns whether a new Set was installed, and why the content was
-// rejected.
+// returns whether a new Set was installed, and why the file could not be
+// read or its content was rejected (only the first time, as it is
+// logged).
 func (r *Reloader) Check() (bool, error) {
 	if r.o.Path == "" {
 		return false, nil
 	}
 	data, err := os.ReadFile(r.o.Path)
-	if err != nil {
-		// A ConfigMap update briefly removes the file; the next poll sees
-		// the new one. Keep serving, and say so once per content change.
-		return false, nil
-	}
-	sum := sha256.Sum256(data)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err != nil {
+		return false, r.unreadable(err)
+	}
+	if r.readErr != "" {
+		r.readErr = ""
+		klog.InfoS("The rule file is readable again", "file", r.o.Path)
+	}
+	sum := sha256.Sum256(data)
 	if sum == r.seen {
 		return false, nil
 	}
@@ -123,6 +129,20 @@ func (r *Reloader) Check() (bool, error) {
 	klog.InfoS("Loaded the changed rule file", "file", r.o.Path, "rules", len(set.Custom), "externalRules", len(set.External))
 	r.install(set)
 	return true, nil
+}
+
+// unreadable reports a read error once per distinct error: a ConfigMap
+// update may briefly remove the file, and the next poll sees the new one,
+// but a file that stays unreadable (deleted, permissions) must not go
+// unnoticed. The last good Set keeps serving. r.mu must be held.
+func (r *Reloader) unreadable(err error) error {
+	if err.Error() == r.readErr {
+		return nil
+	}
+	r.readErr = err.Error()
+	r.o.Metrics.Reloads.WithLabelValues("failure").Inc()
+	klog.ErrorS(err, "Cannot read the rule file; the last good rules keep serving", "file", r.o.Path)
+	return fmt.Errorf("reading the rule file: %w", err)
 }
 
 // Run checks the file every Interval until ctx ends.

@@ -51,14 +51,12 @@ func Empty() *Set { return &Set{} }
 // BackendsFunc builds the backends of a rule file (see prom.NewBackends).
 type BackendsFunc func(named []config.Backend) (*prom.Backends, error)
 
-// Load reads, checks and compiles the rule file at path. The error lists
-// every problem (a config.Problems) when the file is invalid.
+// Load checks and compiles the content of the rule file at path. The
+// error lists every problem (a config.Problems) when the file is invalid:
+// the same ones `tidal rules check` prints, all at once.
 func Load(path string, data []byte, mapper naming.ResourceMapper, backends BackendsFunc) (*Set, error) {
-	cfg, err := config.Parse(path, data)
-	if err != nil {
-		return nil, err
-	}
-	if probs := naming.Check(cfg, mapper); len(probs) > 0 {
+	cfg, probs := naming.ParseAndCheck(path, data, mapper)
+	if len(probs) > 0 {
 		return nil, probs
 	}
 	return Compile(cfg, mapper, backends)

@@ -2,9 +2,9 @@
 package app
 
 import (
-	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -83,26 +83,30 @@ func check(stdin io.Reader, out io.Writer, files []string) error {
 }
 
 func checkFile(stdin io.Reader, file string) (*config.Config, config.Problems) {
-	var cfg *config.Config
-	var err error
+	name, data, err := read(stdin, file)
+	if err != nil {
+		return nil, config.Problems{{File: file, Message: err.Error()}}
+	}
+	// The adapter loads rule files through the same function, so both
+	// report the same problems; offline here (nil mapper).
+	return naming.ParseAndCheck(name, data, nil)
+}
+
+// read returns the content of file ("-" for stdin) and the name its
+// problems carry.
+func read(stdin io.Reader, file string) (string, []byte, error) {
 	if file == "-" {
-		data, rerr := io.ReadAll(stdin)
-		if rerr != nil {
-			return nil, config.Problems{{File: file, Message: fmt.Sprintf("cannot read standard input: %v", rerr)}}
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return "", nil, fmt.Errorf("cannot read standard input: %w", err)
 		}
-		cfg, err = config.Parse("<stdin>", data)
-	} else {
-		cfg, err = config.Load(file)
+		return "<stdin>", data, nil
 	}
-	var probs config.Problems
-	if err != nil && !errors.As(err, &probs) {
-		probs = config.Problems{{File: file, Message: err.Error()}}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", nil, fmt.Errorf("cannot read the rule file: %w", err)
 	}
-	if cfg != nil {
-		probs = append(probs, naming.Check(cfg, nil)...)
-		probs.Sort()
-	}
-	return cfg, probs
+	return file, data, nil
 }
 
 func summary(cfg *config.Config) string {
