@@ -141,7 +141,7 @@ func (r *reconciler) computeMetric(ctx context.Context, run metricsRun, spec aut
 		return *fail, autoscalingv2.MetricStatus{}
 	}
 	var (
-		n   int32
+		n   proposed
 		st  autoscalingv2.MetricStatus
 		err error
 	)
@@ -169,30 +169,39 @@ func (r *reconciler) computeMetric(ctx context.Context, run metricsRun, spec aut
 	if err != nil {
 		return decision.Failed(spec, err), autoscalingv2.MetricStatus{}
 	}
-	return decision.Succeeded(spec, n), st
+	out := decision.Succeeded(spec, n.replicas)
+	out.WithinTolerance = n.withinTolerance
+	return out, st
 }
 
-func (r *reconciler) resourceMetric(ctx context.Context, run metricsRun, name corev1.ResourceName, container string, target autoscalingv2.MetricTarget) (int32, autoscalingv2.MetricValueStatus, error) {
+// proposed is one metric's replica proposal, and whether its usage ratio
+// was within the tolerance (the proposal is then the current count).
+type proposed struct {
+	replicas        int32
+	withinTolerance bool
+}
+
+func (r *reconciler) resourceMetric(ctx context.Context, run metricsRun, name corev1.ResourceName, container string, target autoscalingv2.MetricTarget) (proposed, autoscalingv2.MetricValueStatus, error) {
 	samples, err := r.metrics.ResourceMetric(ctx, name, run.obj.GetNamespace(), run.selector, container)
 	if err != nil {
-		return 0, autoscalingv2.MetricValueStatus{}, replicas.FetchResourceMetricsError(name, err)
+		return proposed{}, autoscalingv2.MetricValueStatus{}, replicas.FetchResourceMetricsError(name, err)
 	}
 	in := replicas.PodMetricInput{CurrentReplicas: run.specReplicas, Pods: run.pods, Samples: samples, Tolerances: run.tolerances, Now: run.now}
 	if target.AverageValue != nil {
 		p, err := r.cfg.Calculator.ResourceAverageValue(in, name, target.AverageValue.MilliValue())
 		if err != nil {
-			return 0, autoscalingv2.MetricValueStatus{}, err
+			return proposed{}, autoscalingv2.MetricValueStatus{}, err
 		}
 		q := resourceQuantity(name, p.Usage)
-		return p.Replicas, autoscalingv2.MetricValueStatus{AverageValue: &q}, nil
+		return proposed{p.Replicas, p.WithinTolerance}, autoscalingv2.MetricValueStatus{AverageValue: &q}, nil
 	}
 	p, err := r.cfg.Calculator.ResourceUtilization(in, name, container, *target.AverageUtilization)
 	if err != nil {
-		return 0, autoscalingv2.MetricValueStatus{}, err
+		return proposed{}, autoscalingv2.MetricValueStatus{}, err
 	}
 	q := resourceQuantity(name, p.RawAverage)
 	util := p.Utilization
-	return p.Replicas, autoscalingv2.MetricValueStatus{AverageUtilization: &util, AverageValue: &q}, nil
+	return proposed{p.Replicas, p.WithinTolerance}, autoscalingv2.MetricValueStatus{AverageUtilization: &util, AverageValue: &q}, nil
 }
 
 // resourceQuantity formats a resource usage as upstream (and
@@ -205,35 +214,35 @@ func resourceQuantity(name corev1.ResourceName, milli int64) resource.Quantity {
 	return *resource.NewMilliQuantity(milli, format)
 }
 
-func (r *reconciler) podsMetric(ctx context.Context, run metricsRun, src *autoscalingv2.PodsMetricSource) (int32, autoscalingv2.MetricStatus, error) {
+func (r *reconciler) podsMetric(ctx context.Context, run metricsRun, src *autoscalingv2.PodsMetricSource) (proposed, autoscalingv2.MetricStatus, error) {
 	metricSel, err := metav1.LabelSelectorAsSelector(src.Metric.Selector)
 	if err != nil {
-		return 0, autoscalingv2.MetricStatus{}, err
+		return proposed{}, autoscalingv2.MetricStatus{}, err
 	}
 	samples, err := r.metrics.PodsMetric(ctx, src.Metric.Name, run.obj.GetNamespace(), run.selector, metricSel)
 	if err != nil {
-		return 0, autoscalingv2.MetricStatus{}, replicas.FetchPodsMetricError(src.Metric.Name, err)
+		return proposed{}, autoscalingv2.MetricStatus{}, replicas.FetchPodsMetricError(src.Metric.Name, err)
 	}
 	in := replicas.PodMetricInput{CurrentReplicas: run.specReplicas, Pods: run.pods, Samples: samples, Tolerances: run.tolerances, Now: run.now}
 	p, err := r.cfg.Calculator.PodsAverageValue(in, src.Target.AverageValue.MilliValue())
 	if err != nil {
-		return 0, autoscalingv2.MetricStatus{}, err
+		return proposed{}, autoscalingv2.MetricStatus{}, err
 	}
-	return p.Replicas, autoscalingv2.MetricStatus{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricStatus{
+	return proposed{p.Replicas, p.WithinTolerance}, autoscalingv2.MetricStatus{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricStatus{
 		Metric:  autoscalingv2.MetricIdentifier{Name: src.Metric.Name, Selector: src.Metric.Selector},
 		Current: autoscalingv2.MetricValueStatus{AverageValue: resource.NewMilliQuantity(p.Usage, resource.DecimalSI)},
 	}}, nil
 }
 
-func (r *reconciler) objectMetric(ctx context.Context, run metricsRun, src *autoscalingv2.ObjectMetricSource, value bool) (int32, autoscalingv2.MetricStatus, error) {
+func (r *reconciler) objectMetric(ctx context.Context, run metricsRun, src *autoscalingv2.ObjectMetricSource, value bool) (proposed, autoscalingv2.MetricStatus, error) {
 	ns := run.obj.GetNamespace()
 	metricSel, err := metav1.LabelSelectorAsSelector(src.Metric.Selector)
 	if err != nil {
-		return 0, autoscalingv2.MetricStatus{}, err
+		return proposed{}, autoscalingv2.MetricStatus{}, err
 	}
 	usage, err := r.metrics.ObjectMetric(ctx, src.Metric.Name, ns, &src.DescribedObject, metricSel)
 	if err != nil {
-		return 0, autoscalingv2.MetricStatus{}, replicas.FetchObjectMetricError(src.Metric.Name, src.DescribedObject.Kind, ns, src.DescribedObject.Name, err)
+		return proposed{}, autoscalingv2.MetricStatus{}, replicas.FetchObjectMetricError(src.Metric.Name, src.DescribedObject.Kind, ns, src.DescribedObject.Name, err)
 	}
 	st := autoscalingv2.MetricStatus{Type: autoscalingv2.ObjectMetricSourceType, Object: &autoscalingv2.ObjectMetricStatus{
 		DescribedObject: src.DescribedObject,
@@ -243,25 +252,25 @@ func (r *reconciler) objectMetric(ctx context.Context, run metricsRun, src *auto
 	if value {
 		p, err = replicas.ObjectValue(run.specReplicas, usage, src.Target.Value.MilliValue(), run.tolerances, run.pods)
 		if err != nil {
-			return 0, autoscalingv2.MetricStatus{}, err
+			return proposed{}, autoscalingv2.MetricStatus{}, err
 		}
 		st.Object.Current.Value = resource.NewMilliQuantity(p.Usage, resource.DecimalSI)
 	} else {
 		p = replicas.ObjectAverageValue(run.statusReplicas, usage, src.Target.AverageValue.MilliValue(), run.tolerances)
 		st.Object.Current.AverageValue = resource.NewMilliQuantity(p.Usage, resource.DecimalSI)
 	}
-	return p.Replicas, st, nil
+	return proposed{p.Replicas, p.WithinTolerance}, st, nil
 }
 
-func (r *reconciler) externalMetric(ctx context.Context, run metricsRun, src *autoscalingv2.ExternalMetricSource, value bool) (int32, autoscalingv2.MetricStatus, error) {
+func (r *reconciler) externalMetric(ctx context.Context, run metricsRun, src *autoscalingv2.ExternalMetricSource, value bool) (proposed, autoscalingv2.MetricStatus, error) {
 	ns := run.obj.GetNamespace()
 	metricSel, err := metav1.LabelSelectorAsSelector(src.Metric.Selector)
 	if err != nil {
-		return 0, autoscalingv2.MetricStatus{}, err
+		return proposed{}, autoscalingv2.MetricStatus{}, err
 	}
 	values, err := r.metrics.ExternalMetric(ctx, src.Metric.Name, ns, metricSel)
 	if err != nil {
-		return 0, autoscalingv2.MetricStatus{}, replicas.FetchExternalMetricError(ns, src.Metric.Name, src.Metric.Selector, err)
+		return proposed{}, autoscalingv2.MetricStatus{}, replicas.FetchExternalMetricError(ns, src.Metric.Name, src.Metric.Selector, err)
 	}
 	st := autoscalingv2.MetricStatus{Type: autoscalingv2.ExternalMetricSourceType, External: &autoscalingv2.ExternalMetricStatus{
 		Metric: autoscalingv2.MetricIdentifier{Name: src.Metric.Name, Selector: src.Metric.Selector},
@@ -270,12 +279,12 @@ func (r *reconciler) externalMetric(ctx context.Context, run metricsRun, src *au
 	if value {
 		p, err = replicas.ExternalValue(run.specReplicas, values, src.Target.Value.MilliValue(), run.tolerances, run.pods)
 		if err != nil {
-			return 0, autoscalingv2.MetricStatus{}, err
+			return proposed{}, autoscalingv2.MetricStatus{}, err
 		}
 		st.External.Current.Value = resource.NewMilliQuantity(p.Usage, resource.DecimalSI)
 	} else {
 		p = replicas.ExternalAverageValue(run.statusReplicas, values, src.Target.AverageValue.MilliValue(), run.tolerances)
 		st.External.Current.AverageValue = resource.NewMilliQuantity(p.Usage, resource.DecimalSI)
 	}
-	return p.Replicas, st, nil
+	return proposed{p.Replicas, p.WithinTolerance}, st, nil
 }

@@ -38,6 +38,7 @@ func explain(specs []autoscalingv2.MetricSpec, current, desired int32, mr *metri
 		p := v1alpha1.MetricProposal{Name: decision.MetricName(specs[i])}
 		if o.Valid() {
 			p.Replicas = ptr.To(o.Replicas)
+			p.WithinTolerance = o.WithinTolerance
 		} else {
 			p.Error = o.Err.Error()
 		}

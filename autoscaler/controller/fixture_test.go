@@ -362,6 +362,13 @@ func newHPA(name string, minR *int32, maxR int32, metrics ...autoscalingv2.Metri
 	}
 }
 
+// withScaleUpTolerance sets the object's scale-up tolerance (a quantity).
+func withScaleUpTolerance(hpa *autoscalingv2.HorizontalPodAutoscaler, tolerance string) *autoscalingv2.HorizontalPodAutoscaler {
+	q := resource.MustParse(tolerance)
+	hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{Tolerance: &q}}
+	return hpa
+}
+
 func newScale(spec, status int32, selector string) *autoscalingv1.Scale {
 	return &autoscalingv1.Scale{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},

@@ -317,7 +317,50 @@ func validateSpec(spec *autoscalingv2.HorizontalPodAutoscalerSpec) error {
 	if spec.MinReplicas != nil && *spec.MinReplicas > spec.MaxReplicas {
 		errs = append(errs, fmt.Errorf("maxReplicas (%d) must be greater than or equal to minReplicas (%d)", spec.MaxReplicas, *spec.MinReplicas))
 	}
+	// A zero or negative target would divide by zero or invert the ratio,
+	// and a negative tolerance would make every ratio a change.
+	for i, m := range spec.Metrics {
+		if t := metricTarget(m); t != nil {
+			if t.Value != nil && t.Value.Sign() != 1 {
+				errs = append(errs, fmt.Errorf("metrics[%d] target value (%s) must be positive", i, t.Value))
+			}
+			if t.AverageValue != nil && t.AverageValue.Sign() != 1 {
+				errs = append(errs, fmt.Errorf("metrics[%d] target averageValue (%s) must be positive", i, t.AverageValue))
+			}
+			if t.AverageUtilization != nil && *t.AverageUtilization < 1 {
+				errs = append(errs, fmt.Errorf("metrics[%d] target averageUtilization (%d) must be greater than 0", i, *t.AverageUtilization))
+			}
+		}
+	}
+	if b := spec.Behavior; b != nil {
+		for _, d := range []struct {
+			name  string
+			rules *autoscalingv2.HPAScalingRules
+		}{{"scaleUp", b.ScaleUp}, {"scaleDown", b.ScaleDown}} {
+			if d.rules != nil && d.rules.Tolerance != nil && d.rules.Tolerance.Sign() < 0 {
+				errs = append(errs, fmt.Errorf("behavior.%s.tolerance (%s) must be greater than or equal to 0", d.name, d.rules.Tolerance))
+			}
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// metricTarget is the target of a metric's source; nil for an unknown type
+// or a missing source (reported when the metric is computed).
+func metricTarget(m autoscalingv2.MetricSpec) *autoscalingv2.MetricTarget {
+	switch {
+	case m.Type == autoscalingv2.ResourceMetricSourceType && m.Resource != nil:
+		return &m.Resource.Target
+	case m.Type == autoscalingv2.ContainerResourceMetricSourceType && m.ContainerResource != nil:
+		return &m.ContainerResource.Target
+	case m.Type == autoscalingv2.PodsMetricSourceType && m.Pods != nil:
+		return &m.Pods.Target
+	case m.Type == autoscalingv2.ObjectMetricSourceType && m.Object != nil:
+		return &m.Object.Target
+	case m.Type == autoscalingv2.ExternalMetricSourceType && m.External != nil:
+		return &m.External.Target
+	}
+	return nil
 }
 
 func invalidSpecCondition(err error) decision.Condition {

@@ -110,6 +110,18 @@ func TestReconcile(t *testing.T) {
 		wantEvents: []string{"Warning InvalidSpec maxReplicas (2) must be greater than or equal to minReplicas (5)"},
 		noScaleGet: true,
 	}, {
+		// An object the CRD's schema did not validate: a zero target would
+		// make every usage infinitely above it.
+		name:    "zero target and negative tolerance",
+		hpa:     withScaleUpTolerance(newHPA("web", minOne, 10, podsMetric("rps", "0")), "-50m"),
+		world:   world{scale: newScale(3, 3, "app=web"), pods: pods(100, 100, 100), customPods: milliByPod(20000, 20000, 20000)},
+		wantErr: "invalid spec",
+		wantConds: map[autoscalingv2.HorizontalPodAutoscalerConditionType]wantCondition{
+			autoscalingv2.ScalingActive: {corev1.ConditionFalse, "InvalidSpec"},
+		},
+		wantEvents: []string{"Warning InvalidSpec metrics[0] target averageValue (0) must be positive\nbehavior.scaleUp.tolerance (-50m) must be greater than or equal to 0"},
+		noScaleGet: true,
+	}, {
 		name:    "unknown metric type",
 		hpa:     newHPA("web", minOne, 10, autoscalingv2.MetricSpec{Type: "Magic"}),
 		world:   world{scale: newScale(3, 3, "app=web"), pods: pods(2000, 2000, 2000)},
@@ -317,8 +329,12 @@ func TestTidalStatusExplainsTheDecision(t *testing.T) {
 	if d.Winner != "pods metric rps" || d.ProposedReplicas != 1000 || d.DesiredReplicas != 6 || len(d.Proposals) != 2 {
 		t.Errorf("decision = %+v", d)
 	}
-	if *d.Proposals[0].Replicas != 3 || d.Proposals[0].Name != "cpu resource utilization (percentage of request)" {
+	// cpu at its target (ratio 1): the current count, by the tolerance.
+	if *d.Proposals[0].Replicas != 3 || d.Proposals[0].Name != "cpu resource utilization (percentage of request)" || !d.Proposals[0].WithinTolerance {
 		t.Errorf("cpu proposal = %+v", d.Proposals[0])
+	}
+	if d.Proposals[1].WithinTolerance {
+		t.Errorf("rps proposal = %+v, far outside the tolerance", d.Proposals[1])
 	}
 	want := []v1alpha1.Adjustment{{Reason: "ScaleUpLimit", From: 1000, To: 6}}
 	if len(d.Adjustments) != 1 || d.Adjustments[0].Reason != want[0].Reason || d.Adjustments[0].From != 1000 || d.Adjustments[0].To != 6 {

@@ -42,6 +42,9 @@ type MetricOutcome struct {
 	Replicas int32
 	// Name is the metric name used in reasons, for a valid metric.
 	Name string
+	// WithinTolerance: the metric's usage ratio was within the tolerance,
+	// so it proposed the current count (explained in tidal's status).
+	WithinTolerance bool
 	// Err is nil for a valid metric, else the error as upstream's
 	// computeReplicasForMetric returns it.
 	Err error

@@ -18,11 +18,11 @@ import (
 // ceil(ratio), no tolerance, no pods. Usage in the result is usage.
 func ObjectValue(specReplicas int32, usage, target int64, tol Tolerances, pods []Pod) (ValueProposal, error) {
 	ratio := float64(usage) / float64(target)
-	n, err := usageRatioReplicas(specReplicas, ratio, tol, pods)
+	n, within, err := usageRatioReplicas(specReplicas, ratio, tol, pods)
 	if err != nil {
 		return ValueProposal{}, err
 	}
-	return ValueProposal{Replicas: n, Usage: usage}, nil
+	return ValueProposal{Replicas: n, Usage: usage, WithinTolerance: within}, nil
 }
 
 // ExternalValue is ObjectValue for an External metric with a Value target:
@@ -30,29 +30,29 @@ func ObjectValue(specReplicas int32, usage, target int64, tol Tolerances, pods [
 func ExternalValue(specReplicas int32, values []int64, target int64, tol Tolerances, pods []Pod) (ValueProposal, error) {
 	usage := SumExternalValue(values)
 	ratio := float64(usage) / float64(target)
-	n, err := usageRatioReplicas(specReplicas, ratio, tol, pods)
+	n, within, err := usageRatioReplicas(specReplicas, ratio, tol, pods)
 	if err != nil {
 		return ValueProposal{}, err
 	}
-	return ValueProposal{Replicas: n, Usage: usage}, nil
+	return ValueProposal{Replicas: n, Usage: usage, WithinTolerance: within}, nil
 }
 
-func usageRatioReplicas(specReplicas int32, ratio float64, tol Tolerances, pods []Pod) (int32, error) {
+func usageRatioReplicas(specReplicas int32, ratio float64, tol Tolerances, pods []Pod) (n int32, within bool, err error) {
 	if specReplicas == 0 {
-		return int32(math.Ceil(ratio)), nil
+		return int32(math.Ceil(ratio)), false, nil
 	}
 	if tol.Within(ratio) {
-		return specReplicas, nil
+		return specReplicas, true, nil
 	}
 	ready, err := ReadyPodCount(pods)
 	if err != nil {
-		return 0, fmt.Errorf("unable to calculate ready pods: %s", err)
+		return 0, false, fmt.Errorf("unable to calculate ready pods: %s", err)
 	}
 	f := ratio * float64(ready)
 	if f > math.MaxInt32 {
-		return math.MaxInt32, nil
+		return math.MaxInt32, false, nil
 	}
-	return int32(math.Ceil(f)), nil
+	return int32(math.Ceil(f)), false, nil
 }
 
 // ObjectAverageValue computes the proposal for an Object metric with an
@@ -65,10 +65,11 @@ func usageRatioReplicas(specReplicas int32, ratio float64, tol Tolerances, pods 
 func ObjectAverageValue(statusReplicas int32, usage, targetAverage int64, tol Tolerances) ValueProposal {
 	n := statusReplicas
 	ratio := float64(usage) / (float64(targetAverage) * float64(n))
-	if !tol.Within(ratio) {
+	within := tol.Within(ratio)
+	if !within {
 		n = int32(math.Ceil(float64(usage) / float64(targetAverage)))
 	}
-	return ValueProposal{Replicas: n, Usage: int64(math.Ceil(float64(usage) / float64(statusReplicas)))}
+	return ValueProposal{Replicas: n, Usage: int64(math.Ceil(float64(usage) / float64(statusReplicas))), WithinTolerance: within}
 }
 
 // ExternalAverageValue computes the proposal for an External metric with an
@@ -79,7 +80,8 @@ func ExternalAverageValue(statusReplicas int32, values []int64, targetPerPod int
 	usage := SumExternalAverageValue(values)
 	n := statusReplicas
 	ratio := float64(usage) / (float64(targetPerPod) * float64(n))
-	if !tol.Within(ratio) {
+	within := tol.Within(ratio)
+	if !within {
 		f := math.Ceil(float64(usage) / float64(targetPerPod))
 		if f > float64(math.MaxInt32) {
 			n = math.MaxInt32
@@ -92,7 +94,7 @@ func ExternalAverageValue(statusReplicas int32, values []int64, targetPerPod int
 	} else {
 		usage = int64(math.Ceil(float64(usage) / float64(statusReplicas)))
 	}
-	return ValueProposal{Replicas: n, Usage: usage}
+	return ValueProposal{Replicas: n, Usage: usage, WithinTolerance: within}
 }
 
 // SumExternalValue sums external series as the Value path does: adding a

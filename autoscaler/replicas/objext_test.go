@@ -33,7 +33,7 @@ func TestObjectAndExternalValue(t *testing.T) {
 		{name: "only ready pods count", spec: 3, usage: 20000, target: 10000, tol: tol(0.1), pods: oneReadyOfThree,
 			want: ValueProposal{Replicas: 2, Usage: 20000}},
 		{name: "within tolerance keeps spec without looking at pods", spec: 3, usage: 10500, target: 10000, tol: tol(0.1), pods: nil,
-			want: ValueProposal{Replicas: 3, Usage: 10500}},
+			want: ValueProposal{Replicas: 3, Usage: 10500, WithinTolerance: true}},
 		{name: "zero ready pods proposes zero", spec: 2, usage: 30000, target: 10000, tol: tol(0.1), pods: noneReady,
 			want: ValueProposal{Replicas: 0, Usage: 30000}},
 		{name: "no pods is an error", spec: 2, usage: 30000, target: 10000, tol: tol(0.1), pods: nil,
@@ -95,7 +95,7 @@ func TestObjectAndExternalAverageValue(t *testing.T) {
 			want: ValueProposal{Replicas: 4, Usage: 2867}},
 		// 10.5/(5*2) = 1.05: within, keep status replicas.
 		{name: "within tolerance keeps status replicas", status: 2, usage: 10500, target: 5000, tol: tol(0.1),
-			want: ValueProposal{Replicas: 2, Usage: 5250}},
+			want: ValueProposal{Replicas: 2, Usage: 5250, WithinTolerance: true}},
 		// Scale down: 3/(5*3) = 0.2: ceil(0.6) = 1.
 		{name: "scale down", external: true, status: 3, values: []int64{1000, 2000}, target: 5000, tol: tol(0.1),
 			want: ValueProposal{Replicas: 1, Usage: 1000}},

@@ -32,6 +32,10 @@ type UtilizationProposal struct {
 	// RawAverage is sum(usage)/count over the same samples (milli-units):
 	// status averageValue.
 	RawAverage int64
+	// WithinTolerance: the usage ratio (recomputed when pods were missing
+	// or unready) was within the tolerance, so Replicas is the current
+	// count.
+	WithinTolerance bool
 }
 
 // ValueProposal is the result of an AverageValue or Value target.
@@ -42,6 +46,8 @@ type ValueProposal struct {
 	// milli-units: the average per pod for per-pod metrics and AverageValue
 	// targets, the total for Value targets.
 	Usage int64
+	// WithinTolerance is as in UtilizationProposal.
+	WithinTolerance bool
 }
 
 // ResourceUtilization computes the proposal for a Resource (container == "")
@@ -78,7 +84,7 @@ func (c Config) ResourceUtilization(in PodMetricInput, resource corev1.ResourceN
 	fill := func(name string) int64 { // missing pod on a scale-down
 		return requests[name] * int64(max(100, targetUtilization)) / 100
 	}
-	p.Replicas, err = rebalance(in, g, samples, ratio, fill, func(s PodSamples) (float64, error) {
+	p.Replicas, p.WithinTolerance, err = rebalance(in, g, samples, ratio, fill, func(s PodSamples) (float64, error) {
 		r, _, _, err := utilizationRatio(s, requests, targetUtilization)
 		return r, err
 	})
@@ -117,14 +123,14 @@ func (c Config) plain(in PodMetricInput, resource corev1.ResourceName, target in
 		return ValueProposal{}, err
 	}
 	ratio, usage := averageRatio(samples, target)
-	replicas, err := rebalance(in, g, samples, ratio, func(string) int64 { return target }, func(s PodSamples) (float64, error) {
+	replicas, within, err := rebalance(in, g, samples, ratio, func(string) int64 { return target }, func(s PodSamples) (float64, error) {
 		r, _ := averageRatio(s, target)
 		return r, nil
 	})
 	if err != nil {
 		return ValueProposal{}, err
 	}
-	return ValueProposal{Replicas: replicas, Usage: usage}, nil
+	return ValueProposal{Replicas: replicas, Usage: usage, WithinTolerance: within}, nil
 }
 
 // usableSamples groups the pods and returns a copy of the samples without the
@@ -144,15 +150,16 @@ func (c Config) usableSamples(in PodMetricInput, resource corev1.ResourceName) (
 	return samples, g, nil
 }
 
-// rebalance implements the decision shared by the per-pod calculations.
-// samples is owned by the caller and is modified.
-func rebalance(in PodMetricInput, g Groups, samples PodSamples, ratio float64, scaleDownFill func(string) int64, recompute func(PodSamples) (float64, error)) (int32, error) {
+// rebalance implements the decision shared by the per-pod calculations;
+// within reports that the current count was kept because a ratio was
+// within the tolerance. samples is owned by the caller and is modified.
+func rebalance(in PodMetricInput, g Groups, samples PodSamples, ratio float64, scaleDownFill func(string) int64, recompute func(PodSamples) (float64, error)) (n int32, within bool, err error) {
 	scaleUpWithUnready := len(g.Unready) > 0 && ratio > 1.0
 	if !scaleUpWithUnready && len(g.Missing) == 0 {
 		if in.Tolerances.Within(ratio) {
-			return in.CurrentReplicas, nil
+			return in.CurrentReplicas, true, nil
 		}
-		return int32(math.Ceil(ratio * float64(g.ReadyCount))), nil
+		return int32(math.Ceil(ratio * float64(g.ReadyCount))), false, nil
 	}
 
 	if len(g.Missing) > 0 {
@@ -175,16 +182,19 @@ func rebalance(in PodMetricInput, g Groups, samples PodSamples, ratio float64, s
 
 	newRatio, err := recompute(samples)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	if in.Tolerances.Within(newRatio) || (ratio < 1.0 && newRatio > 1.0) || (ratio > 1.0 && newRatio < 1.0) {
-		return in.CurrentReplicas, nil
+	if in.Tolerances.Within(newRatio) {
+		return in.CurrentReplicas, true, nil
 	}
-	n := int32(math.Ceil(newRatio * float64(len(samples))))
+	if (ratio < 1.0 && newRatio > 1.0) || (ratio > 1.0 && newRatio < 1.0) {
+		return in.CurrentReplicas, false, nil
+	}
+	n = int32(math.Ceil(newRatio * float64(len(samples))))
 	if (newRatio < 1.0 && n > in.CurrentReplicas) || (newRatio > 1.0 && n < in.CurrentReplicas) {
-		return in.CurrentReplicas, nil
+		return in.CurrentReplicas, false, nil
 	}
-	return n, nil
+	return n, false, nil
 }
 
 // utilizationRatio mirrors upstream's GetResourceUtilizationRatio: samples of

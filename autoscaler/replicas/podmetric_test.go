@@ -56,7 +56,10 @@ func TestResourceUtilization(t *testing.T) {
 		wantReplicas    int32
 		wantUtilization int32
 		wantRaw         int64
-		wantErr         string
+		// wantWithin: the ratio was within the tolerance (not another
+		// reason to keep the current count, such as a direction flip).
+		wantWithin bool
+		wantErr    string
 	}{
 		// Worked example 1: 3000/6000 = 50%, ratio 50/30, ceil(1.67*3) = 5.
 		{name: "ex1 scale up", current: 3, pods: podsWithRequests(2000, 2000, 2000),
@@ -78,7 +81,7 @@ func TestResourceUtilization(t *testing.T) {
 		// Worked example 5: 6120/6000 = 102%, ratio 1.02 within tolerance.
 		{name: "ex5 within tolerance", current: 3, pods: podsWithRequests(1800, 2000, 2200),
 			samples: samples("p0", 2020, "p1", 2060, "p2", 2040), target: 100, tol: tol(0.1),
-			wantReplicas: 3, wantUtilization: 102, wantRaw: 2040},
+			wantReplicas: 3, wantUtilization: 102, wantRaw: 2040, wantWithin: true},
 		// Worked example 6: 990/4000 = 24%; missing pods at 100% of 2000m:
 		// 4990/8000 = 62%, ceil(0.62*4) = 3.
 		{name: "ex6 missing pods at full request on scale down", current: 4, pods: podsWithRequests(2000, 2000, 2000, 2000),
@@ -92,7 +95,7 @@ func TestResourceUtilization(t *testing.T) {
 		// Worked example 8: 3900/6000 = 65%, ratio 0.65; 1-0.36 = 0.64 <= 0.65.
 		{name: "ex8 down tolerance 0.36 keeps", current: 3, pods: podsWithRequests(1800, 2000, 2200),
 			samples: samples("p0", 1320, "p1", 1280, "p2", 1300), target: 100, tol: Tolerances{Down: 0.36, Up: 0.1},
-			wantReplicas: 3, wantUtilization: 65, wantRaw: 1300},
+			wantReplicas: 3, wantUtilization: 65, wantRaw: 1300, wantWithin: true},
 		// ... 1-0.34 = 0.66 > 0.65: ceil(0.65*3) = ceil(1.95) = 2.
 		{name: "ex8 down tolerance 0.34 scales", current: 3, pods: podsWithRequests(1800, 2000, 2200),
 			samples: samples("p0", 1320, "p1", 1280, "p2", 1300), target: 100, tol: Tolerances{Down: 0.34, Up: 0.1},
@@ -104,7 +107,7 @@ func TestResourceUtilization(t *testing.T) {
 		// 110% of a 100% target is exactly 1+0.1: within, no scale up.
 		{name: "ratio exactly at upper tolerance bound", current: 2, pods: podsWithRequests(1000, 1000),
 			samples: samples("p0", 1100, "p1", 1100), target: 100, tol: tol(0.1),
-			wantReplicas: 2, wantUtilization: 110, wantRaw: 1100},
+			wantReplicas: 2, wantUtilization: 110, wantRaw: 1100, wantWithin: true},
 		// 111%: ceil(1.11*2) = 3.
 		{name: "ratio just above upper bound", current: 2, pods: podsWithRequests(1000, 1000),
 			samples: samples("p0", 1110, "p1", 1110), target: 100, tol: tol(0.1),
@@ -112,7 +115,7 @@ func TestResourceUtilization(t *testing.T) {
 		// 90%: exactly 1-0.1, within.
 		{name: "ratio exactly at lower tolerance bound", current: 10, pods: uniformPods(10, 1000),
 			samples: uniformSamples(10, 900), target: 100, tol: tol(0.1),
-			wantReplicas: 10, wantUtilization: 90, wantRaw: 900},
+			wantReplicas: 10, wantUtilization: 90, wantRaw: 900, wantWithin: true},
 		// 89%: ceil(0.89*10) = ceil(8.9) = 9.
 		{name: "ratio just below lower bound", current: 10, pods: uniformPods(10, 1000),
 			samples: uniformSamples(10, 890), target: 100, tol: tol(0.1),
@@ -136,7 +139,7 @@ func TestResourceUtilization(t *testing.T) {
 		// 3000/3000 = 100% after filling the missing pod with 0: within tolerance.
 		{name: "missing pod at zero makes it within tolerance", current: 3, pods: podsWithRequests(1000, 1000, 1000),
 			samples: samples("p0", 1500, "p1", 1500), target: 100, tol: tol(0.1),
-			wantReplicas: 3, wantUtilization: 150, wantRaw: 1500},
+			wantReplicas: 3, wantUtilization: 150, wantRaw: 1500, wantWithin: true},
 		// Target above 100%: a missing pod is assumed at target (200%) of its request:
 		// 1000/2000 = 50% -> 0.25; p2 at 2000m: 3000/3000 = 100% -> 0.5, ceil(1.5) = 2.
 		{name: "missing pod at target when target above 100", current: 3, pods: podsWithRequests(1000, 1000, 1000),
@@ -185,7 +188,7 @@ func TestResourceUtilization(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := UtilizationProposal{Replicas: tt.wantReplicas, Utilization: tt.wantUtilization, RawAverage: tt.wantRaw}
+			want := UtilizationProposal{Replicas: tt.wantReplicas, Utilization: tt.wantUtilization, RawAverage: tt.wantRaw, WithinTolerance: tt.wantWithin}
 			if got != want {
 				t.Errorf("got %+v, want %+v", got, want)
 			}
@@ -212,7 +215,7 @@ func TestContainerResourceUtilization(t *testing.T) {
 		// app: 800/1000 = 80% of a 40% target: ceil(2*2) = 4.
 		{name: "app container", container: "app", target: 40, want: UtilizationProposal{Replicas: 4, Utilization: 80, RawAverage: 400}},
 		// proxy: 110/200 = 55% of 50%: ratio 1.1 within tolerance.
-		{name: "proxy container", container: "proxy", target: 50, want: UtilizationProposal{Replicas: 2, Utilization: 55, RawAverage: 55}},
+		{name: "proxy container", container: "proxy", target: 50, want: UtilizationProposal{Replicas: 2, Utilization: 55, RawAverage: 55, WithinTolerance: true}},
 		// whole pod: 910/1200 = 75% of 50%: ceil(1.5*2) = 3.
 		{name: "whole pod", container: "", target: 50, want: UtilizationProposal{Replicas: 3, Utilization: 75, RawAverage: 455}},
 	}
@@ -259,11 +262,11 @@ func TestPlainAverage(t *testing.T) {
 		// The average is an integer division: 4/3 = 1 milli, exactly the target.
 		{name: "average truncated before the ratio", current: 3, pods: podsWithRequests(1, 1, 1),
 			samples: samples("p0", 1, "p1", 1, "p2", 2), target: 1, tol: tol(0),
-			want: ValueProposal{Replicas: 3, Usage: 1}},
+			want: ValueProposal{Replicas: 3, Usage: 1, WithinTolerance: true}},
 		// ratio 1.1 exactly: within.
 		{name: "exactly at tolerance", current: 3, pods: podsWithRequests(1, 1, 1),
 			samples: uniformSamples(3, 1100000000), target: 1000000000, tol: tol(0.1),
-			want: ValueProposal{Replicas: 3, Usage: 1100000000}},
+			want: ValueProposal{Replicas: 3, Usage: 1100000000, WithinTolerance: true}},
 		// ratio 1.100000001: outside, ceil(3.300000003) = 4.
 		{name: "just above tolerance", current: 3, pods: podsWithRequests(1, 1, 1),
 			samples: uniformSamples(3, 1100000001), target: 1000000000, tol: tol(0.1),

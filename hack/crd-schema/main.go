@@ -33,15 +33,84 @@ func scalingRulesPatches(dir string, defaults map[string]any) []patch {
 		{base + ".policies.[].type", map[string]any{"enum": []any{"Pods", "Percent"}}},
 		{base + ".policies.[].value", map[string]any{"minimum": 1}},
 		{base + ".policies.[].periodSeconds", map[string]any{"minimum": 1, "maximum": 1800}},
+		{base + ".tolerance", quantityRule(false)},
 	}
 }
 
+// Quantity patterns: the suffix of resource.Quantity's (controller-gen
+// writes it on every quantity), after a mantissa that is not negative, or
+// (positive) not negative and not zero. Patterns and minimum rather than
+// CEL rules: any CEL rule on an int-or-string (a string of unbounded
+// length) in the unbounded metrics list exceeds the apiserver's cost
+// budget, and the quantity library's sign() is not in every apiserver.
+const (
+	quantitySuffix  = `(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
+	nonNegative     = `^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))` + quantitySuffix
+	positive        = `^\+?(([0-9]*[1-9][0-9]*(\.[0-9]*)?)|([0-9]*\.[0-9]*[1-9][0-9]*))` + quantitySuffix
+	pathSegmentName = `^([^/%.][^/%]*|\.[^/%.][^/%]*|\.\.[^/%]+)$`
+)
+
+// quantityRule checks an int-or-string quantity: the pattern a string,
+// minimum an integer.
+func quantityRule(mustBePositive bool) map[string]any {
+	if mustBePositive {
+		return map[string]any{"pattern": positive, "minimum": 1}
+	}
+	return map[string]any{"pattern": nonNegative, "minimum": 0}
+}
+
+// rule is one CEL rule with its message, on the node it is patched into.
+func rule(cel, message string) map[string]any {
+	return map[string]any{"rule": cel, "message": message}
+}
+
+// targetPatches are the apiserver's validateMetricTarget and the per-source
+// target checks (validation.go in pkg/apis/autoscaling/validation), with
+// its messages.
 func targetPatches(source string) []patch {
 	base := "spec.metrics.[]." + source + ".target"
-	return []patch{
+	ps := []patch{
 		{base + ".type", map[string]any{"enum": []any{"Utilization", "Value", "AverageValue"}}},
+		{base + ".value", quantityRule(true)},
+		{base + ".averageValue", quantityRule(true)},
 		{base + ".averageUtilization", map[string]any{"minimum": 1}},
 	}
+	var rules []any
+	switch source {
+	case "resource", "containerResource":
+		rules = []any{
+			rule("has(self.averageUtilization) || has(self.averageValue)", "must set either a target raw value or a target utilization"),
+			rule("!has(self.averageUtilization) || !has(self.averageValue)", "may not set both a target raw value and a target utilization"),
+		}
+	case "pods":
+		rules = []any{rule("has(self.averageValue)", "must specify a positive target averageValue")}
+	case "object":
+		rules = []any{rule("has(self.value) || has(self.averageValue)", "must set either a target value or averageValue")}
+	case "external":
+		rules = []any{
+			rule("has(self.value) || has(self.averageValue)", "must set either a target value for metric or a per-pod target"),
+			rule("!has(self.value) || !has(self.averageValue)", "may not set both a target value for metric and a per-pod target"),
+		}
+	}
+	ps = append(ps, patch{base, map[string]any{"x-kubernetes-validations": rules}})
+	switch source {
+	case "resource":
+		ps = append(ps, patch{"spec.metrics.[].resource.name", map[string]any{"minLength": 1}})
+	case "containerResource":
+		ps = append(ps,
+			patch{"spec.metrics.[].containerResource.name", map[string]any{"minLength": 1}},
+			// ValidateDNS1123Label, as a container's name.
+			patch{"spec.metrics.[].containerResource.container", map[string]any{
+				"minLength": 1, "maxLength": 63, "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+			}})
+	default:
+		// validateMetricIdentifier: a name, usable as a path segment (not
+		// "." or "..", no "/" or "%").
+		ps = append(ps, patch{"spec.metrics.[]." + source + ".metric.name", map[string]any{
+			"minLength": 1, "pattern": pathSegmentName,
+		}})
+	}
+	return ps
 }
 
 func patches() []patch {
@@ -99,11 +168,7 @@ func patches() []patch {
 		"policies":     []any{map[string]any{"type": "Percent", "value": 100, "periodSeconds": 15}},
 	})...)
 	for _, src := range []string{"resource", "containerResource", "pods", "object", "external"} {
-		if src == "resource" || src == "containerResource" {
-			ps = append(ps, targetPatches(src)...)
-			continue
-		}
-		ps = append(ps, patch{"spec.metrics.[]." + src + ".target.type", map[string]any{"enum": []any{"Utilization", "Value", "AverageValue"}}})
+		ps = append(ps, targetPatches(src)...)
 	}
 	// minReplicas 0 (scale to zero) needs an Object or External metric.
 	ps = append(ps, patch{"spec", map[string]any{"x-kubernetes-validations": []any{map[string]any{

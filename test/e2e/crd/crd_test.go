@@ -157,6 +157,59 @@ func TestValidation(t *testing.T) {
 				"behavior":{"scaleDown":{"stabilizationWindowSeconds":3601}}}`,
 			want: []string{"stabilizationWindowSeconds", "3600"},
 		},
+		{
+			name: "negative tolerance",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":2,
+				"behavior":{"scaleUp":{"tolerance":"-0.05"}}}`,
+			want: []string{"spec.behavior.scaleUp.tolerance", "should match"},
+		},
+		{
+			name: "negative integer tolerance",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":2,
+				"behavior":{"scaleDown":{"tolerance":-1}}}`,
+			want: []string{"spec.behavior.scaleDown.tolerance", "should be greater than or equal to 0"},
+		},
+		{
+			name: "zero tolerance, an integer",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":2,
+				"behavior":{"scaleDown":{"tolerance":0},"scaleUp":{"tolerance":"50m"}}}`,
+		},
+		{
+			name: "zero target value",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":2,
+				"metrics":[{"type":"External","external":{"metric":{"name":"q"},"target":{"type":"Value","value":"0"}}}]}`,
+			want: []string{"spec.metrics[0].external.target.value", "should match"},
+		},
+		{
+			name: "negative integer averageValue",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":2,
+				"metrics":[{"type":"Pods","pods":{"metric":{"name":"rps"},"target":{"type":"AverageValue","averageValue":-3}}}]}`,
+			want: []string{"spec.metrics[0].pods.target.averageValue", "should be greater than or equal to 1"},
+		},
+		{
+			name: "pods metric without averageValue",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":2,
+				"metrics":[{"type":"Pods","pods":{"metric":{"name":"rps"},"target":{"type":"Value","value":"3"}}}]}`,
+			want: []string{"must specify a positive target averageValue"},
+		},
+		{
+			name: "resource metric with utilization and value",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":2,
+				"metrics":[{"type":"Resource","resource":{"name":"cpu","target":{"type":"Utilization","averageUtilization":50,"averageValue":"100m"}}}]}`,
+			want: []string{"may not set both a target raw value and a target utilization"},
+		},
+		{
+			name: "object metric without a target value",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":2,
+				"metrics":[{"type":"Object","object":{"describedObject":{"apiVersion":"v1","kind":"Service","name":"web"},"metric":{"name":"rps"},"target":{"type":"Value"}}}]}`,
+			want: []string{"must set either a target value or averageValue"},
+		},
+		{
+			name: "metric name with a slash",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":2,
+				"metrics":[{"type":"External","external":{"metric":{"name":"queue/depth"},"target":{"type":"AverageValue","averageValue":"5"}}}]}`,
+			want: []string{"spec.metrics[0].external.metric.name", "should match"},
+		},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -115,6 +115,10 @@ type MetricProposal struct {
 	// Error is why the metric failed; absent when it produced a proposal.
 	// +optional
 	Error string `json:"error,omitempty"`
+	// WithinTolerance is true when the metric's usage ratio was within the
+	// tolerance, so that it proposed the current replica count.
+	// +optional
+	WithinTolerance bool `json:"withinTolerance,omitempty"`
 }
 
 // Adjustment is one step that changed the replica proposal.
