@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 )
 
 // TestQuantityPatterns: the schema's patterns accept a quantity string
@@ -38,8 +38,8 @@ func TestPathSegmentNamePattern(t *testing.T) {
 	re := regexp.MustCompile(pathSegmentName)
 	for _, s := range []string{"rps", "http_requests", ".", "..", "...", ".a", "..a", "a.b", "a/b", "50%", "a:b"} {
 		t.Run(s, func(t *testing.T) {
-			if got, want := re.MatchString(s), len(path.IsValidPathSegmentName(s)) == 0; got != want {
-				t.Errorf("matches: %v, want %v (%v)", got, want, path.IsValidPathSegmentName(s))
+			if got, want := re.MatchString(s), len(content.IsPathSegmentName(s)) == 0; got != want {
+				t.Errorf("matches: %v, want %v (%v)", got, want, content.IsPathSegmentName(s))
 			}
 		})
 	}
