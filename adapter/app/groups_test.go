@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -59,18 +58,7 @@ func serve(t *testing.T, cluster string, args ...string) *served {
 		"--cert-dir=" + filepath.Join(dir, "certs"),
 		"--bind-address=127.0.0.1",
 	}, args...)...)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.SecureServing.Listener = ln
-	if errs := o.Validate(); len(errs) > 0 {
-		t.Fatalf("Validate() = %v", errs)
-	}
-	cfg, err := o.Config()
-	if err != nil {
-		t.Fatalf("Config() = %v", err)
-	}
+	cfg, ln := configOn(t, o)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var runErr error

@@ -39,6 +39,25 @@ func closedAddress(t *testing.T) string {
 	return addr
 }
 
+// configOn validates o and builds its Config, serving on a fresh loopback
+// port (port 0, without a race for the port); Run closes the listener.
+func configOn(t *testing.T, o *Options) (*Config, net.Listener) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.SecureServing.Listener = ln
+	if errs := o.Validate(); len(errs) > 0 {
+		t.Fatalf("Validate() = %v", errs)
+	}
+	cfg, err := o.Config()
+	if err != nil {
+		t.Fatalf("Config() = %v", err)
+	}
+	return cfg, ln
+}
+
 func writeKubeconfig(t *testing.T, dir, server string) string {
 	t.Helper()
 	return writeFile(t, dir, "kubeconfig", fmt.Sprintf(`apiVersion: v1
@@ -119,18 +138,7 @@ func TestRunWithoutCluster(t *testing.T) {
 		"--cert-dir="+certDir,
 		"--bind-address=127.0.0.1",
 	)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.SecureServing.Listener = ln // port 0, without a race for the port
-	if errs := o.Validate(); len(errs) > 0 {
-		t.Fatalf("Validate() = %v", errs)
-	}
-	cfg, err := o.Config()
-	if err != nil {
-		t.Fatalf("Config() = %v", err)
-	}
+	cfg, ln := configOn(t, o)
 	for _, f := range []string{"tidal-adapter.crt", "tidal-adapter.key"} {
 		if _, err := os.Stat(filepath.Join(certDir, f)); err != nil {
 			t.Errorf("self-signed certificate not written to --cert-dir: %v", err)
@@ -298,22 +306,11 @@ func TestRunRejectsBadRuleFile(t *testing.T) {
 		"--bind-address=127.0.0.1",
 		"--config="+rules,
 	)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, ln := configOn(t, o)
 	defer ln.Close()
-	o.SecureServing.Listener = ln
-	if errs := o.Validate(); len(errs) > 0 {
-		t.Fatalf("Validate() = %v", errs)
-	}
-	cfg, err := o.Config()
-	if err != nil {
-		t.Fatalf("Config() = %v", err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = cfg.Run(ctx)
+	err := cfg.Run(ctx)
 	if err == nil {
 		t.Fatal("Run() with a bad rule file = nil, want an error")
 	}
