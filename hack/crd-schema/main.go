@@ -133,12 +133,11 @@ func patches() []patch {
 			}},
 		}},
 		{"spec.metrics.[].type", map[string]any{"enum": []any{"Object", "Pods", "Resource", "ContainerResource", "External"}}},
-		{"spec.metrics.[]", map[string]any{"x-kubernetes-validations": []any{map[string]any{
-			"rule": "(self.type == 'Object') == has(self.object) && (self.type == 'Pods') == has(self.pods) && " +
-				"(self.type == 'Resource') == has(self.resource) && (self.type == 'ContainerResource') == has(self.containerResource) && " +
+		{"spec.metrics.[]", map[string]any{"x-kubernetes-validations": []any{rule(
+			"(self.type == 'Object') == has(self.object) && (self.type == 'Pods') == has(self.pods) && "+
+				"(self.type == 'Resource') == has(self.resource) && (self.type == 'ContainerResource') == has(self.containerResource) && "+
 				"(self.type == 'External') == has(self.external)",
-			"message": "must populate exactly the metric source that type names",
-		}}}},
+			"must populate exactly the metric source that type names")}}},
 		{"spec.scaleTargetRef.kind", map[string]any{"minLength": 1}},
 		{"spec.scaleTargetRef.name", map[string]any{"minLength": 1}},
 		// Defaulting when behavior is set: each missing direction gets its
