@@ -195,6 +195,13 @@ func TestRunLeadsAndReleasesTheLease(t *testing.T) {
 
 	waitForHolder(t, cfg, cfg.Identity)
 	probe(t, cfg, "/healthz")
+	// The Lease names the holder a moment before leader election calls
+	// lead; until then the replica is a standby, and a standby is ready.
+	for deadline := time.Now().Add(10 * time.Second); !cfg.leading.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("holding the lease, but not leading")
+		}
+	}
 	// The real controller runs against an unreachable API server: its
 	// caches never sync, and it must still stop cleanly.
 	if code := status(t, cfg, "/readyz"); code != http.StatusInternalServerError {
