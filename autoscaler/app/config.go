@@ -143,7 +143,8 @@ func (o *Options) Config() (*Config, error) {
 
 // decisionConfig is the decision core's configuration from the flags, with
 // kube-controller-manager v1.37's feature gates (HPAScaleToZero and
-// PodLevelResources on).
+// PodLevelResources on). Values pass through unchanged, zero included, as in
+// kube-controller-manager.
 func (o *HPAControllerOptions) decisionConfig() decision.Config {
 	cfg := decision.DefaultConfig()
 	cfg.Tolerance = o.Tolerance
@@ -153,5 +154,5 @@ func (o *HPAControllerOptions) decisionConfig() decision.Config {
 		InitialReadinessDelay:   o.InitialReadinessDelay,
 		PodLevelResources:       true,
 	}
-	return cfg.WithDefaults()
+	return cfg
 }

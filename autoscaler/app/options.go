@@ -175,26 +175,39 @@ func (o *Options) Validate() []error {
 	return errs
 }
 
-// Validate checks the HPA options.
+// Validate checks the HPA options. Zero means zero, as in
+// kube-controller-manager (its defaults are applied before its flags are
+// parsed). Where kube-controller-manager rejects a value, the message is
+// its own; where it accepts one that can only be a mistake, tidal refuses
+// it and says why:
+//   - a sync period of zero or less, which kube-controller-manager's queue
+//     takes as "re-queue at once", reconciling every autoscaler in a busy loop;
+//   - a negative tolerance or duration, which it uses as given (a negative
+//     tolerance disables the band; spec.behavior's tolerance is refused
+//     below zero by the API).
 func (o *HPAControllerOptions) Validate() []error {
 	var errs []error
 	if o.SyncPeriod <= 0 {
-		errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-sync-period must be positive, got %s", o.SyncPeriod))
+		errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-sync-period must be positive, got %s: kube-controller-manager would reconcile every autoscaler in a busy loop", o.SyncPeriod))
 	}
-	if o.Tolerance < 0 || o.Tolerance >= 1 {
-		errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-tolerance must be in [0, 1), got %v", o.Tolerance))
+	if o.Tolerance < 0 {
+		errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-tolerance must not be negative, got %v", o.Tolerance))
 	}
-	if o.DownscaleStabilizationWindow < 0 {
-		errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-downscale-stabilization must not be negative, got %s", o.DownscaleStabilizationWindow))
-	}
-	if o.InitialReadinessDelay < 0 {
-		errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-initial-readiness-delay must not be negative, got %s", o.InitialReadinessDelay))
-	}
-	if o.CPUInitializationPeriod < 0 {
-		errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-cpu-initialization-period must not be negative, got %s", o.CPUInitializationPeriod))
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{
+		{"--horizontal-pod-autoscaler-downscale-stabilization", o.DownscaleStabilizationWindow},
+		{"--horizontal-pod-autoscaler-initial-readiness-delay", o.InitialReadinessDelay},
+		{"--horizontal-pod-autoscaler-cpu-initialization-period", o.CPUInitializationPeriod},
+	} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative, got %s", d.flag, d.v))
+		}
 	}
 	if o.ConcurrentSyncs < 1 {
-		errs = append(errs, fmt.Errorf("--concurrent-horizontal-pod-autoscaler-syncs must be greater than 0, got %d", o.ConcurrentSyncs))
+		// kube-controller-manager's own message, word for word.
+		errs = append(errs, fmt.Errorf("concurrent-horizontal-pod-autoscaler-syncs must be greater than 0, but got %d", o.ConcurrentSyncs))
 	}
 	return errs
 }

@@ -81,11 +81,10 @@ func TestValidate(t *testing.T) {
 			"--horizontal-pod-autoscaler-cpu-initialization-period=-1s", "--concurrent-horizontal-pod-autoscaler-syncs=0"},
 		want: []string{"--horizontal-pod-autoscaler-sync-period", "--horizontal-pod-autoscaler-tolerance",
 			"--horizontal-pod-autoscaler-downscale-stabilization", "--horizontal-pod-autoscaler-initial-readiness-delay",
-			"--horizontal-pod-autoscaler-cpu-initialization-period", "--concurrent-horizontal-pod-autoscaler-syncs"},
+			"--horizontal-pod-autoscaler-cpu-initialization-period", "concurrent-horizontal-pod-autoscaler-syncs must be greater than 0, but got 0"},
 	}, {
-		name: "tolerance of one or more",
-		args: []string{"--horizontal-pod-autoscaler-tolerance=1"},
-		want: []string{"must be in [0, 1)"},
+		name: "tolerance of one or more, as kube-controller-manager accepts it",
+		args: []string{"--horizontal-pod-autoscaler-tolerance=1.5"},
 	}, {
 		name: "bad client settings",
 		args: []string{"--kube-api-qps=0", "--kube-api-burst=0", "--kubeconfig=" + missing},
@@ -135,6 +134,82 @@ func TestValidate(t *testing.T) {
 				if !strings.Contains(all, w) {
 					t.Errorf("no error mentions %q; got:\n%s", w, all)
 				}
+			}
+		})
+	}
+}
+
+// TestHPAFlagsReachTheDecision lists each kube-controller-manager HPA flag
+// at zero, at its default and at another value, with what the controller
+// receives: zero stays zero (kube-controller-manager applies its defaults
+// before parsing flags), except where it is refused (wantErr).
+func TestHPAFlagsReachTheDecision(t *testing.T) {
+	type got struct {
+		window, readiness, cpuInit, period time.Duration
+		workers                            int32
+	}
+	// read is what the controller is built with (see Options.Config).
+	read := func(o *Options) (float64, got) {
+		d := o.HPA.decisionConfig()
+		return d.Tolerance, got{
+			window: d.DownscaleStabilizationWindow, readiness: d.Calculator.InitialReadinessDelay,
+			cpuInit: d.Calculator.CPUInitializationPeriod, period: o.HPA.SyncPeriod, workers: o.HPA.ConcurrentSyncs,
+		}
+	}
+	_, defaults := read(NewOptions())
+	with := func(f func(*got)) got { g := defaults; f(&g); return g }
+	tests := []struct {
+		name          string
+		arg           string
+		wantTolerance float64
+		want          got
+		wantErr       string
+	}{
+		{name: "tolerance zero", arg: "--horizontal-pod-autoscaler-tolerance=0", wantTolerance: 0, want: defaults},
+		{name: "tolerance default", arg: "--horizontal-pod-autoscaler-tolerance=0.1", wantTolerance: 0.1, want: defaults},
+		{name: "tolerance other", arg: "--horizontal-pod-autoscaler-tolerance=0.25", wantTolerance: 0.25, want: defaults},
+		{name: "downscale stabilization zero", arg: "--horizontal-pod-autoscaler-downscale-stabilization=0s", wantTolerance: 0.1,
+			want: with(func(g *got) { g.window = 0 })},
+		{name: "downscale stabilization default", arg: "--horizontal-pod-autoscaler-downscale-stabilization=5m", wantTolerance: 0.1, want: defaults},
+		{name: "downscale stabilization other", arg: "--horizontal-pod-autoscaler-downscale-stabilization=45s", wantTolerance: 0.1,
+			want: with(func(g *got) { g.window = 45 * time.Second })},
+		{name: "initial readiness delay zero", arg: "--horizontal-pod-autoscaler-initial-readiness-delay=0s", wantTolerance: 0.1,
+			want: with(func(g *got) { g.readiness = 0 })},
+		{name: "initial readiness delay default", arg: "--horizontal-pod-autoscaler-initial-readiness-delay=30s", wantTolerance: 0.1, want: defaults},
+		{name: "initial readiness delay other", arg: "--horizontal-pod-autoscaler-initial-readiness-delay=2m", wantTolerance: 0.1,
+			want: with(func(g *got) { g.readiness = 2 * time.Minute })},
+		{name: "cpu initialization period zero", arg: "--horizontal-pod-autoscaler-cpu-initialization-period=0s", wantTolerance: 0.1,
+			want: with(func(g *got) { g.cpuInit = 0 })},
+		{name: "cpu initialization period default", arg: "--horizontal-pod-autoscaler-cpu-initialization-period=5m", wantTolerance: 0.1, want: defaults},
+		{name: "cpu initialization period other", arg: "--horizontal-pod-autoscaler-cpu-initialization-period=90s", wantTolerance: 0.1,
+			want: with(func(g *got) { g.cpuInit = 90 * time.Second })},
+		{name: "sync period zero is refused", arg: "--horizontal-pod-autoscaler-sync-period=0s",
+			wantErr: "--horizontal-pod-autoscaler-sync-period must be positive, got 0s"},
+		{name: "sync period default", arg: "--horizontal-pod-autoscaler-sync-period=15s", wantTolerance: 0.1, want: defaults},
+		{name: "sync period other", arg: "--horizontal-pod-autoscaler-sync-period=5s", wantTolerance: 0.1,
+			want: with(func(g *got) { g.period = 5 * time.Second })},
+		{name: "concurrent syncs zero is refused as kube-controller-manager does", arg: "--concurrent-horizontal-pod-autoscaler-syncs=0",
+			wantErr: "concurrent-horizontal-pod-autoscaler-syncs must be greater than 0, but got 0"},
+		{name: "concurrent syncs default", arg: "--concurrent-horizontal-pod-autoscaler-syncs=5", wantTolerance: 0.1, want: defaults},
+		{name: "concurrent syncs other", arg: "--concurrent-horizontal-pod-autoscaler-syncs=1", wantTolerance: 0.1,
+			want: with(func(g *got) { g.workers = 1 })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := parse(t, tt.arg)
+			errs := o.Validate()
+			if tt.wantErr != "" {
+				if len(errs) != 1 || errs[0].Error() != tt.wantErr && !strings.HasPrefix(errs[0].Error(), tt.wantErr) {
+					t.Fatalf("errors %v, want one starting %q", errs, tt.wantErr)
+				}
+				return
+			}
+			if len(errs) > 0 {
+				t.Fatalf("unexpected errors: %v", errs)
+			}
+			tol, g := read(o)
+			if tol != tt.wantTolerance || g != tt.want {
+				t.Errorf("controller gets tolerance %v %+v, want %v %+v", tol, g, tt.wantTolerance, tt.want)
 			}
 		})
 	}

@@ -111,7 +111,7 @@ func New(o Options) (*Controller, error) {
 		handover: o.Handover,
 		r: &reconciler{
 			source: o.Source, pods: o.Pods.Informer().GetIndexer(), scales: &scaler{scales: o.Scales, mapper: o.Mapper, cache: o.ScaleCache},
-			metrics: o.Metrics, recorder: o.Recorder, monitor: o.Monitor, cfg: o.Decision.WithDefaults(),
+			metrics: o.Metrics, recorder: o.Recorder, monitor: o.Monitor, cfg: o.Decision,
 			clock: o.Clock, history: newHistoryStore(refresh), selectors: newSelectorTracker(),
 		},
 		queue: workqueue.NewTypedDelayingQueueWithConfig(

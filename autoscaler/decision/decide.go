@@ -13,7 +13,10 @@ import (
 )
 
 // Config is the controller-wide configuration (kube-controller-manager flags
-// and feature gates).
+// and feature gates). Every value is used as given, zero included:
+// kube-controller-manager applies its recommended defaults to the
+// configuration before the flags are parsed, so an explicit
+// --horizontal-pod-autoscaler-tolerance=0 or a 0s duration stays zero there.
 type Config struct {
 	// Tolerance is --horizontal-pod-autoscaler-tolerance.
 	Tolerance float64
@@ -35,26 +38,6 @@ func DefaultConfig() Config {
 		ScaleToZero:                  true,
 		Calculator:                   replicas.DefaultConfig(),
 	}
-}
-
-// WithDefaults re-defaults zero values as the kube-controller-manager
-// configuration defaulting does: a configured tolerance of 0 becomes 0.1, a
-// zero duration becomes its default.
-func (c Config) WithDefaults() Config {
-	d := DefaultConfig()
-	if c.Tolerance == 0 {
-		c.Tolerance = d.Tolerance
-	}
-	if c.DownscaleStabilizationWindow == 0 {
-		c.DownscaleStabilizationWindow = d.DownscaleStabilizationWindow
-	}
-	if c.Calculator.CPUInitializationPeriod == 0 {
-		c.Calculator.CPUInitializationPeriod = d.Calculator.CPUInitializationPeriod
-	}
-	if c.Calculator.InitialReadinessDelay == 0 {
-		c.Calculator.InitialReadinessDelay = d.Calculator.InitialReadinessDelay
-	}
-	return c
 }
 
 // Behavior returns the defaulted behavior of an autoscaling/v2 spec.behavior

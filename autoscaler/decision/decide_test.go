@@ -308,29 +308,6 @@ func TestRescaled(t *testing.T) {
 	}
 }
 
-func TestConfigDefaults(t *testing.T) {
-	tests := []struct {
-		name string
-		in   Config
-		want Config
-	}{
-		{name: "zero config is fully defaulted except gates", in: Config{},
-			want: Config{Tolerance: 0.1, DownscaleStabilizationWindow: 5 * time.Minute,
-				Calculator: replicas.Config{CPUInitializationPeriod: 5 * time.Minute, InitialReadinessDelay: 30 * time.Second}}},
-		{name: "set values kept", in: Config{Tolerance: 0.2, DownscaleStabilizationWindow: time.Minute, ScaleToZero: true,
-			Calculator: replicas.Config{CPUInitializationPeriod: time.Minute, InitialReadinessDelay: time.Second, PodLevelResources: true}},
-			want: Config{Tolerance: 0.2, DownscaleStabilizationWindow: time.Minute, ScaleToZero: true,
-				Calculator: replicas.Config{CPUInitializationPeriod: time.Minute, InitialReadinessDelay: time.Second, PodLevelResources: true}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.in.WithDefaults(); got != tt.want {
-				t.Errorf("got %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestTolerancesFromBehavior(t *testing.T) {
 	cfg := DefaultConfig()
 	b := cfg.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{Tolerance: q("360m")}})
@@ -346,6 +323,58 @@ func TestTolerancesFromBehavior(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := cfg.Tolerances(tt.b); got != tt.want {
 				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestZeroConfigIsKept: an explicit zero tolerance or downscale window
+// decides as zero, as in kube-controller-manager, whose defaulting runs
+// before its flags are parsed (with the re-defaulting it replaced, the zero
+// cases decided as the default ones).
+func TestZeroConfigIsKept(t *testing.T) {
+	def := DefaultConfig()
+	zeroWindow, zeroTolerance := def, def
+	zeroWindow.DownscaleStabilizationWindow = 0
+	zeroTolerance.Tolerance = 0
+	held := behavior.History{Recommendations: []behavior.Recommendation{{Replicas: 8, Time: now.Add(-time.Minute)}}}
+	tests := []struct {
+		name        string
+		cfg         Config
+		in          Input
+		history     behavior.History
+		reqs, usage []int64
+		metrics     *Combined
+		want        int32
+	}{
+		{name: "default window holds a scale down", cfg: def, in: Input{CurrentReplicas: 8, MaxReplicas: 10},
+			history: held, metrics: combined(4, "pods metric rps"), want: 8},
+		{name: "zero window scales down at once", cfg: zeroWindow, in: Input{CurrentReplicas: 8, MaxReplicas: 10},
+			history: held, metrics: combined(4, "pods metric rps"), want: 4},
+		{name: "zero window is the behavior's default scale-down window", cfg: zeroWindow,
+			in:      Input{CurrentReplicas: 8, MaxReplicas: 10, Behavior: zeroWindow.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{})},
+			history: held, metrics: combined(4, "pods metric rps"), want: 4},
+		// 4 pods at 104% of a 50% target: within the default 10%.
+		{name: "default tolerance keeps 104%", cfg: def, in: Input{CurrentReplicas: 4, MaxReplicas: 10},
+			reqs: []int64{100, 100, 100, 100}, usage: []int64{52, 52, 52, 52}, want: 4},
+		{name: "zero tolerance scales on 104%", cfg: zeroTolerance, in: Input{CurrentReplicas: 4, MaxReplicas: 10},
+			reqs: []int64{100, 100, 100, 100}, usage: []int64{52, 52, 52, 52}, want: 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.in.Now = now
+			h := tt.history.Clone()
+			var d Decision
+			if tt.metrics != nil {
+				d = tt.cfg.Decide(tt.in, tt.metrics, &h)
+			} else {
+				d = cpuScenario(t, tt.cfg, tt.in, &h, tt.reqs, tt.usage, 50)
+			}
+			if d.MetricsFailed {
+				t.Fatalf("metrics failed: %v", d.Err)
+			}
+			if d.DesiredReplicas != tt.want {
+				t.Errorf("desired %d, want %d", d.DesiredReplicas, tt.want)
 			}
 		})
 	}

@@ -15,16 +15,14 @@ type Tolerances struct {
 }
 
 // NewTolerances returns the tolerances of one autoscaler: global is the
-// controller flag (a value of 0 is re-defaulted to DefaultTolerance, as the
-// kube-controller-manager configuration defaulting does); down and up are the
+// controller flag, used as given (an explicit 0 stays 0, as in
+// kube-controller-manager, whose defaulting runs before its flags are
+// parsed); down and up are the
 // per-object spec.behavior.scaleDown/scaleUp.tolerance values (nil when unset,
 // or when behavior is nil), already converted with
 // resource.Quantity.AsApproximateFloat64. The HPAConfigurableTolerance gate is
 // GA and locked on in v1.37, so per-object values always apply.
 func NewTolerances(global float64, down, up *float64) Tolerances {
-	if global == 0 {
-		global = DefaultTolerance
-	}
 	t := Tolerances{Down: global, Up: global}
 	if down != nil {
 		t.Down = *down

@@ -39,7 +39,7 @@ func TestNewTolerances(t *testing.T) {
 		want     Tolerances
 	}{
 		{name: "global applies to both", global: 0.2, want: Tolerances{Down: 0.2, Up: 0.2}},
-		{name: "global zero is re-defaulted", global: 0, want: Tolerances{Down: DefaultTolerance, Up: DefaultTolerance}},
+		{name: "global zero is kept, as kube-controller-manager keeps an explicit 0", global: 0, want: Tolerances{Down: 0, Up: 0}},
 		{name: "per-direction overrides", global: 0.1, down: f(0.3), up: f(0.05), want: Tolerances{Down: 0.3, Up: 0.05}},
 		{name: "per-direction zero is kept", global: 0.1, up: f(0), want: Tolerances{Down: 0.1, Up: 0}},
 	}
