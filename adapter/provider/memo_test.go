@@ -30,20 +30,20 @@ func TestObjectsRemembered(t *testing.T) {
 			title:     "cached result: items reused",
 			cacheTTL:  time.Minute,
 			selectors: []string{"app=web"},
-			want:      []string{"web-1=313m web-2=1001m web-3=2"},
+			want:      []string{"web-1=312500u web-2=1000500u web-3=2"},
 			shared:    true,
 		},
 		{
 			title:     "cached results of different selectors: each its own",
 			cacheTTL:  time.Minute,
 			selectors: []string{"app=web", "canary=true", "app=web"},
-			want:      []string{"web-1=313m web-2=1001m web-3=2", "web-3=2", "web-1=313m web-2=1001m web-3=2"},
+			want:      []string{"web-1=312500u web-2=1000500u web-3=2", "web-3=2", "web-1=312500u web-2=1000500u web-3=2"},
 			shared:    true,
 		},
 		{
 			title:     "no Prometheus cache: every result converted",
 			selectors: []string{"app=web"},
-			want:      []string{"web-1=313m web-2=1001m web-3=2"},
+			want:      []string{"web-1=312500u web-2=1000500u web-3=2"},
 			shared:    false,
 		},
 	}

@@ -9,8 +9,10 @@
 //     caches): 404 NotFound naming the object, even if Prometheus still has
 //     series for it;
 //   - a wildcard (`pods/*`) matching no object: an empty list;
-//   - values in milli-units, rounded (see Quantity), with the sample's
-//     timestamp and, when the query has one range, windowSeconds;
+//   - values with the precision Prometheus returned, rounded to
+//     nano-units (quantity.FromFloat: 0.3125 is 312500u, not 313m), with
+//     the sample's timestamp and, when the query has one range,
+//     windowSeconds;
 //   - a NaN or infinite value is never served as a number: a single object
 //     or external metric whose every value is NaN/Inf answers 500 with the
 //     query; in a list, such items are left out (the HPA treats them as
@@ -44,6 +46,7 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/adapter/discovery"
 	"github.com/tidal-autoscaler/tidal/adapter/internal/memo"
+	"github.com/tidal-autoscaler/tidal/adapter/internal/quantity"
 	"github.com/tidal-autoscaler/tidal/adapter/monitor"
 	"github.com/tidal-autoscaler/tidal/adapter/objects"
 	"github.com/tidal-autoscaler/tidal/adapter/prom"
@@ -394,7 +397,7 @@ func (p *Provider) convert(t target, namespace string, names []string, metric st
 		if !ok {
 			continue
 		}
-		q, err := Quantity(float64(s.Value))
+		q, err := quantity.FromFloat(float64(s.Value))
 		if err != nil {
 			c.bad++
 			c.err = err
@@ -443,7 +446,7 @@ func (p *Provider) GetExternalMetric(ctx context.Context, namespace string, metr
 	out := &external_metrics.ExternalMetricValueList{Items: make([]external_metrics.ExternalMetricValue, 0, len(vec))}
 	var bad error
 	for _, s := range vec {
-		q, err := Quantity(float64(s.Value))
+		q, err := quantity.FromFloat(float64(s.Value))
 		if err != nil {
 			bad = err
 			p.o.Metrics.QueryErrors.WithLabelValues(rule.Client.Name(), rule.ID, "bad_value").Inc()

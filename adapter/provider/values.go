@@ -1,39 +1,11 @@
 package provider
 
 import (
-	"errors"
-	"fmt"
-	"math"
 	"sync"
 	"time"
 
 	"github.com/prometheus/prometheus/promql/parser"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
-
-// errBadValue marks a sample that cannot be served as a number.
-var errBadValue = errors.New("not a finite number")
-
-// maxMilli is the largest magnitude served in milli-units (below 2^63).
-const maxMilli = 1 << 62
-
-// Quantity converts a sample to a quantity in milli-units, rounded half
-// away from zero (1.0005 -> 1001m, 0.3125 -> 313m), not truncated as
-// prometheus-adapter does (0.3125 -> 312m). Values too large for
-// milli-units are served in whole units, rounded. NaN and ±Inf are
-// errors: the HPA must not read them as 0 (or as -9223372036854775808m).
-func Quantity(v float64) (resource.Quantity, error) {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return resource.Quantity{}, fmt.Errorf("the value is %v, %w", v, errBadValue)
-	}
-	if m := math.Round(v * 1000); math.Abs(m) < maxMilli {
-		return *resource.NewMilliQuantity(int64(m), resource.DecimalSI), nil
-	}
-	if u := math.Round(v); math.Abs(u) < maxMilli {
-		return *resource.NewQuantity(int64(u), resource.DecimalSI), nil
-	}
-	return resource.Quantity{}, fmt.Errorf("the value %g is out of range, %w", v, errBadValue)
-}
 
 // windowParser accepts every optional PromQL feature, as the rule checks do.
 var windowParser = parser.NewParser(parser.Options{

@@ -59,6 +59,7 @@ import (
 	msapi "sigs.k8s.io/metrics-server/pkg/api"
 
 	"github.com/tidal-autoscaler/tidal/adapter/internal/memo"
+	"github.com/tidal-autoscaler/tidal/adapter/internal/quantity"
 	"github.com/tidal-autoscaler/tidal/adapter/monitor"
 	"github.com/tidal-autoscaler/tidal/adapter/prom"
 	"github.com/tidal-autoscaler/tidal/adapter/provider"
@@ -646,20 +647,23 @@ func resourceList(byRes map[corev1.ResourceName]sample) corev1.ResourceList {
 // maxInt is the largest magnitude a quantity is built from (below 2^63).
 const maxInt = 1 << 62
 
-// CPU converts cores to a quantity in nanocores, as metrics-server reports
-// it, rounded half away from zero (0.0000000015 -> 2n; 1.0005 ->
-// 1000500000n, which the HPA reads as 1001m). It is false for values no
-// usage can have (NaN, infinite, negative, out of range).
+// CPU converts cores to a quantity with nanocore precision, as
+// metrics-server reports it, by the conversion every API of the adapter
+// uses (quantity.FromFloat): rounded half away from zero (0.0000000015 ->
+// 2n; 1.0005 -> 1000500u, which the HPA reads as 1001m). It is false for
+// values no usage can have (NaN, infinite, negative).
 func CPU(cores float64) (resource.Quantity, bool) {
-	n := math.Round(cores * 1e9)
-	if !usable(cores) || n >= maxInt {
+	if !usable(cores) {
 		return resource.Quantity{}, false
 	}
-	return *resource.NewScaledQuantity(int64(n), resource.Nano), true
+	q, err := quantity.FromFloat(cores)
+	return q, err == nil
 }
 
-// Memory converts bytes to a quantity in bytes (BinarySI, as
-// metrics-server reports it), rounded half away from zero.
+// Memory converts bytes to a quantity in whole bytes (BinarySI, as
+// metrics-server reports it), rounded half away from zero: a fraction of
+// a byte is no usage (working-set bytes are integers), so memory keeps the
+// unit and format `kubectl top` and metrics-server clients expect.
 func Memory(bytes float64) (resource.Quantity, bool) {
 	b := math.Round(bytes)
 	if !usable(bytes) || b >= maxInt {

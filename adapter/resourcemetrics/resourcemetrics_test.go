@@ -376,7 +376,8 @@ func TestQuantities(t *testing.T) {
 		{name: "zero", cpu: 0, wantCPU: "0", wantMilli: 0, mem: 0, wantMem: "0"},
 		{name: "NaN is not a usage", cpu: math.NaN(), mem: math.NaN(), wantBad: true},
 		{name: "negative is not a usage", cpu: -0.1, mem: -1, wantBad: true},
-		{name: "too large", cpu: 1e12, mem: 1e300, wantBad: true},
+		{name: "large cpu keeps its digits at a coarser scale", cpu: 1e12, wantCPU: "1T", wantMilli: 1e15, mem: 4096, wantMem: "4Ki"},
+		{name: "memory too large for whole bytes", cpu: math.NaN(), mem: 1e300, wantBad: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
