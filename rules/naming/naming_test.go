@@ -118,8 +118,8 @@ func TestResourcesBothWays(t *testing.T) {
 		{"template <<.Resource>>", config.ResourceMapping{Template: "<<.Resource>>"}, "pod", PodsResource, true},
 		{"template guesses the group", config.ResourceMapping{Template: "<<.Resource>>"}, "deployment", deployments, true},
 		{"template: the plural is not the label", config.ResourceMapping{Template: "<<.Resource>>"}, "pods", schema.GroupResource{}, false},
-		{"template: Prometheus' job label is not batch/v1 jobs", config.ResourceMapping{Template: "<<.Resource>>"}, "job", schema.GroupResource{}, false},
-		{"template: instance is not mapped", config.ResourceMapping{Template: "<<.Resource>>"}, "instance", schema.GroupResource{}, false},
+		{"template: Prometheus' job label is batch/v1 jobs, as in prometheus-adapter", config.ResourceMapping{Template: "<<.Resource>>"}, "job", jobs, true},
+		{"template: instance names no built-in resource", config.ResourceMapping{Template: "<<.Resource>>"}, "instance", schema.GroupResource{}, false},
 		{"template: __name__ is not mapped", config.ResourceMapping{Template: "<<.Resource>>"}, "__name__", schema.GroupResource{}, false},
 		{"template: unknown resource", config.ResourceMapping{Template: "<<.Resource>>"}, "verb", schema.GroupResource{}, false},
 		{"template with group", config.ResourceMapping{Template: "kube_<<.Group>>_<<.Resource>>"}, "kube_apps_deployment", deployments, true},
@@ -146,6 +146,36 @@ func TestResourcesBothWays(t *testing.T) {
 			label, err := r.LabelFor(tt.resource)
 			if err != nil || label != tt.label {
 				t.Errorf("LabelFor(%v) = %q, %v; want %q", tt.resource, label, err, tt.label)
+			}
+		})
+	}
+}
+
+// A template maps every label naming a resource the mapper knows, as
+// prometheus-adapter's does: Prometheus' target labels are no exception.
+func TestTemplateMapsTargetLabels(t *testing.T) {
+	instances := schema.GroupResource{Group: "example.io", Resource: "instances"}
+	withInstances := NewStaticMapper(append(append([]StaticResource(nil), BuiltinResources...),
+		StaticResource{"example.io", "v1", "instances", "instance"})...)
+	tests := []struct {
+		name   string
+		mapper ResourceMapper
+		label  string
+		want   schema.GroupResource // zero: maps to nothing
+	}{
+		{"job is batch/v1 jobs", Builtin, "job", jobs},
+		{"instance maps nothing when no resource has that name", Builtin, "instance", schema.GroupResource{}},
+		{"instance maps to a resource called instance", withInstances, "instance", instances},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := NewResources(config.ResourceMapping{Template: "<<.Resource>>"}, tt.mapper)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gr, ok := r.ResourceFor(tt.label)
+			if gr != tt.want || ok != (tt.want != schema.GroupResource{}) {
+				t.Errorf("ResourceFor(%q) = %v, %v; want %v", tt.label, gr, ok, tt.want)
 			}
 		})
 	}
@@ -204,7 +234,7 @@ func TestResourcesForSeries(t *testing.T) {
 		want       []string
 		namespaced bool
 	}{
-		{"pod, service and namespace", config.ResourceMapping{Template: "<<.Resource>>"}, []string{"pod", "service", "namespace", "verb", "job"}, []string{"namespaces", "pods", "services"}, true},
+		{"pod, service, job and namespace", config.ResourceMapping{Template: "<<.Resource>>"}, []string{"pod", "service", "namespace", "verb", "job", "instance"}, []string{"jobs.batch", "namespaces", "pods", "services"}, true},
 		{"namespace only", config.ResourceMapping{Template: "<<.Resource>>"}, []string{"namespace", "le"}, []string{"namespaces"}, false},
 		{"node only", config.ResourceMapping{Overrides: ov("instance", "", "node")}, []string{"instance", "job"}, []string{"nodes"}, false},
 		{"persistent volume", config.ResourceMapping{Template: "<<.Resource>>"}, []string{"persistentvolume"}, []string{"persistentvolumes"}, false},

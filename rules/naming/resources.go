@@ -20,12 +20,6 @@ var groupSanitizer = strings.NewReplacer(".", "_", "-", "_")
 // SanitizeGroup returns the form of group a resources.template sees.
 func SanitizeGroup(group string) string { return groupSanitizer.Replace(group) }
 
-// reservedLabels are Prometheus' own target labels. A template never maps
-// them (only an explicit override can): with `<<.Resource>>`, the `job`
-// label of every scraped series would otherwise become the batch/v1 jobs
-// resource, as it does in prometheus-adapter.
-var reservedLabels = map[string]bool{"job": true, "instance": true}
-
 // Resources maps labels to group-resources and back for one rule. Build it
 // with NewResources; it is immutable and safe for concurrent use (the
 // mapper must be too).
@@ -174,11 +168,17 @@ func (r *Resources) LabelFor(gr schema.GroupResource) (string, error) {
 
 // ResourceFor returns the group-resource label names, if any: its
 // override, or the resource whose template rendering is exactly label.
+// As in prometheus-adapter, any label naming a resource the mapper knows
+// maps to it, Prometheus' own target labels included: with
+// `<<.Resource>>`, `job` is batch/v1 jobs, and `instance` is whatever
+// resource is called instance, if the cluster has one. Labels starting
+// with "__" are skipped without asking the mapper: no resource name has
+// an underscore.
 func (r *Resources) ResourceFor(label string) (schema.GroupResource, bool) {
 	if gr, ok := r.byLabel[label]; ok {
 		return gr, true
 	}
-	if r.template == nil || reservedLabels[label] || strings.HasPrefix(label, "__") {
+	if r.template == nil || strings.HasPrefix(label, "__") {
 		return schema.GroupResource{}, false
 	}
 	for _, re := range r.extractors {
