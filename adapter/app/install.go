@@ -8,10 +8,12 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/discovery"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/metrics/pkg/apis/custom_metrics"
+	"k8s.io/metrics/pkg/apis/external_metrics"
 	cmapiserver "sigs.k8s.io/custom-metrics-apiserver/pkg/apiserver"
 	cminstaller "sigs.k8s.io/custom-metrics-apiserver/pkg/apiserver/installer"
 	cmprovider "sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
 	cmstorage "sigs.k8s.io/custom-metrics-apiserver/pkg/registry/custom_metrics"
+	emstorage "sigs.k8s.io/custom-metrics-apiserver/pkg/registry/external_metrics"
 
 	"github.com/tidal-autoscaler/tidal/adapter/internal/encodecache"
 )
@@ -54,5 +56,42 @@ func installCustomMetrics(s *genericapiserver.GenericAPIServer, p cmprovider.Cus
 			container.Add(discovery.NewAPIGroupHandler(s.Serializer, group).WebService())
 		}
 	}
+	return nil
+}
+
+// installExternalMetrics serves external.metrics.k8s.io from p as
+// custom-metrics-apiserver's InstallExternalMetricsAPI does, except that
+// API discovery lists each metric with the scope resources (the
+// provider's ExternalResources) gives it: custom-metrics-apiserver lists
+// every external metric as namespaced, even those of a rule with
+// `resources.namespaced: false`.
+func installExternalMetrics(s *genericapiserver.GenericAPIServer, p cmprovider.ExternalMetricsProvider, resources discovery.APIResourceLister) error {
+	groupInfo := genericapiserver.NewDefaultAPIGroupInfo(external_metrics.GroupName, cmapiserver.Scheme, metav1.ParameterCodec, cmapiserver.Codecs)
+	gv := groupInfo.PrioritizedVersions[0]
+	api := &cminstaller.MetricsAPIGroupVersion{
+		DynamicStorage: emstorage.NewREST(p),
+		APIGroupVersion: &genericapi.APIGroupVersion{
+			Root:             genericapiserver.APIGroupPrefix,
+			GroupVersion:     gv,
+			MetaGroupVersion: groupInfo.MetaGroupVersion,
+			ParameterCodec:   groupInfo.ParameterCodec,
+			Serializer:       groupInfo.NegotiatedSerializer,
+			Creater:          groupInfo.Scheme,
+			Convertor:        groupInfo.Scheme,
+			UnsafeConvertor:  runtime.UnsafeObjectConvertor(groupInfo.Scheme),
+			Typer:            groupInfo.Scheme,
+			Namer:            runtime.Namer(meta.NewAccessor()),
+		},
+		ResourceLister: resources,
+		Handlers:       &cminstaller.EMHandlers{},
+	}
+	container := s.Handler.GoRestfulContainer
+	if err := api.InstallREST(container); err != nil {
+		return err
+	}
+	v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+	group := metav1.APIGroup{Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v}
+	s.DiscoveryGroupManager.AddGroup(group)
+	container.Add(discovery.NewAPIGroupHandler(s.Serializer, group).WebService())
 	return nil
 }

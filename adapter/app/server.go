@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"k8s.io/klog/v2"
-	cmprovider "sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
 
 	"github.com/tidal-autoscaler/tidal/adapter/discovery"
 	"github.com/tidal-autoscaler/tidal/adapter/monitor"
@@ -33,19 +32,21 @@ func (c *Config) Run(ctx context.Context) error {
 		return fmt.Errorf("--config %s: %w", c.Rules.File, err)
 	}
 
-	var external cmprovider.ExternalMetricsProvider
-	if c.APIs.ExternalMetrics {
-		external = parts.provider
-	}
-	// custom.metrics.k8s.io is installed here, not by
-	// custom-metrics-apiserver, to keep the encodings of shared lists.
-	server, err := c.Apiserver.Complete(c.Informers).New(serverName, nil, external)
+	// Both groups are installed here, not by custom-metrics-apiserver:
+	// custom.metrics.k8s.io to keep the encodings of shared lists,
+	// external.metrics.k8s.io to list each metric's scope in discovery.
+	server, err := c.Apiserver.Complete(c.Informers).New(serverName, nil, nil)
 	if err != nil {
 		return fmt.Errorf("building the API server: %w", err)
 	}
 	if c.APIs.CustomMetrics {
 		if err := installCustomMetrics(server.GenericAPIServer, parts.provider, parts.encodings); err != nil {
 			return fmt.Errorf("installing custom.metrics.k8s.io: %w", err)
+		}
+	}
+	if c.APIs.ExternalMetrics {
+		if err := installExternalMetrics(server.GenericAPIServer, parts.provider, parts.provider.ExternalResources()); err != nil {
+			return fmt.Errorf("installing external.metrics.k8s.io: %w", err)
 		}
 	}
 	if err := server.GenericAPIServer.AddReadyzChecks(discovery.HealthChecker{D: parts.discoverer}); err != nil {

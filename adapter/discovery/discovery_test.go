@@ -80,9 +80,10 @@ func TestDiscovery(t *testing.T) {
 
 	t.Run("series map to one metric per resource label", func(t *testing.T) {
 		want := strings.Join([]string{
-			"namespaces/http_requests_per_second (namespaced)",
+			"namespaces/http_requests_per_second",
 			"pods/http_requests_per_second (namespaced)",
-			"namespaces/queue_length (namespaced)",
+			"jobs.batch/queue_length (namespaced)",
+			"namespaces/queue_length",
 			"services/queue_length (namespaced)",
 			"external/queue_messages",
 		}, "\n")
@@ -119,10 +120,10 @@ func TestDiscovery(t *testing.T) {
 			t.Errorf("RunOnce = %v, want the failing rule named", err)
 		}
 		want := strings.Join([]string{
-			"namespaces/http_requests_per_second (namespaced)",
+			"namespaces/http_requests_per_second",
 			"pods/http_requests_per_second (namespaced)",
 			"deployments.apps/queue_age (namespaced)",
-			"namespaces/queue_age (namespaced)",
+			"namespaces/queue_age",
 			"external/queue_messages",
 		}, "\n")
 		if got := listed(d.Snapshot()); got != want {
@@ -137,6 +138,91 @@ func TestDiscovery(t *testing.T) {
 			t.Errorf("got %q after removing every rule, want nothing", got)
 		}
 	})
+}
+
+// templateRules is the rule of prometheus-adapter's documentation
+// (docs/sample-config.yaml) that maps resources with `template:
+// "<<.Resource>>"`: any label naming a resource maps to it.
+const templateRules = `
+rules:
+- seriesQuery: '{namespace!="",__name__!~"^container_.*"}'
+  name: {matches: "^(.*)_total$"}
+  resources: {template: "<<.Resource>>"}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)'
+`
+
+// What discovery lists for series under the documentation's template, and
+// with which scope: one metric per label naming a resource (job is
+// batch/v1 jobs, as in prometheus-adapter), namespaces never namespaced.
+func TestTemplateDiscovery(t *testing.T) {
+	const sel = `{namespace!="",__name__!~"^container_.*"}`
+	tests := []struct {
+		name   string
+		series []map[string]string
+		want   []string
+	}{
+		{
+			name: "namespace, pod, job and service labels",
+			series: []map[string]string{
+				{"__name__": "http_requests_total", "namespace": "shop", "pod": "web-1", "job": "kubernetes-pods", "service": "web", "verb": "GET"},
+			},
+			want: []string{
+				"jobs.batch/http_requests (namespaced)",
+				"namespaces/http_requests",
+				"pods/http_requests (namespaced)",
+				"services/http_requests (namespaced)",
+			},
+		},
+		{
+			name: "namespace and job only",
+			series: []map[string]string{
+				{"__name__": "scrapes_total", "namespace": "shop", "job": "kubernetes-pods", "instance": "10.0.0.1:8080"},
+			},
+			want: []string{"jobs.batch/scrapes (namespaced)", "namespaces/scrapes"},
+		},
+		{
+			name: "namespace only: cluster-scoped",
+			series: []map[string]string{
+				{"__name__": "deploys_total", "namespace": "shop", "verb": "apply"},
+			},
+			want: []string{"namespaces/deploys"},
+		},
+		{
+			name: "the same metric from series with and without pods: namespaces stays cluster-scoped",
+			series: []map[string]string{
+				{"__name__": "errors_total", "namespace": "shop"},
+				{"__name__": "errors_total", "namespace": "shop", "pod": "web-1"},
+			},
+			want: []string{"namespaces/errors", "pods/errors (namespaced)"},
+		},
+		{
+			name: "node and namespace",
+			series: []map[string]string{
+				{"__name__": "evictions_total", "namespace": "shop", "node": "n1"},
+			},
+			want: []string{"namespaces/evictions", "nodes/evictions"},
+		},
+		{
+			name: "not a counter: no metric",
+			series: []map[string]string{
+				{"__name__": "temperature", "namespace": "shop", "pod": "web-1"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := promtest.New(t)
+			srv.SetSeries(sel, tt.series...)
+			d := discovery.New(discovery.Options{Interval: time.Minute})
+			d.SetRules(srv.Rules(t, templateRules, nil))
+			if err := d.RunOnce(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := listed(d.Snapshot()), strings.Join(tt.want, "\n"); got != want {
+				t.Errorf("got\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
 }
 
 func TestReadiness(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/adapter/prom"
 	"github.com/tidal-autoscaler/tidal/adapter/ruleset"
+	"github.com/tidal-autoscaler/tidal/rules/naming"
 )
 
 // Binding says how to answer for a metric: which rule, and which series
@@ -18,8 +19,12 @@ type Binding struct {
 
 // CustomMetric is one custom metric served for one resource.
 type CustomMetric struct {
-	Resource   schema.GroupResource
-	Name       string
+	Resource schema.GroupResource
+	Name     string
+	// Namespaced is the resource's scope as naming knows it: false for
+	// namespaces, nodes and persistentvolumes (as prometheus-adapter
+	// lists them), whatever other labels the series have; the server
+	// asks the cluster for other resources' scope.
 	Namespaced bool
 }
 
@@ -77,28 +82,24 @@ func metricName(r *ruleset.Rule, series string) (string, bool) {
 // within a rule the first series name in sorted order.
 func build(set *ruleset.Set, results map[queryKey][]prom.Shape) *Snapshot {
 	s := emptySnapshot()
-	namespaced := map[customKey]bool{}
 	for _, r := range set.Custom {
 		for _, sh := range results[queryKey{r.Client, r.SeriesQuery}] {
 			name, ok := metricName(r, sh.Name)
 			if !ok {
 				continue
 			}
-			resources, ns := r.Resources.ResourcesForSeries(sh.Labels)
+			resources, _ := r.Resources.ResourcesForSeries(sh.Labels)
 			for _, gr := range resources {
 				k := customKey{gr, name}
 				if _, dup := s.custom[k]; !dup {
 					s.custom[k] = Binding{Rule: r, Series: sh.Name}
-				}
-				if s.custom[k].Rule == r {
-					namespaced[k] = namespaced[k] || ns
 				}
 				s.customNames[name] = true
 			}
 		}
 	}
 	for k := range s.custom {
-		s.customList = append(s.customList, CustomMetric{Resource: k.gr, Name: k.name, Namespaced: namespaced[k]})
+		s.customList = append(s.customList, CustomMetric{Resource: k.gr, Name: k.name, Namespaced: !naming.IsClusterScoped(k.gr)})
 	}
 	sort.Slice(s.customList, func(i, j int) bool {
 		a, b := s.customList[i], s.customList[j]

@@ -161,18 +161,38 @@ func (r *resolver) resolve(resource string) (schema.GroupVersionResource, bool, 
 	if err != nil {
 		return gvr, false, fmt.Errorf("unknown resource %q: %w", resource, err)
 	}
+	clustered, err := r.clusterScoped(gvr)
+	return gvr, clustered, err
+}
+
+// clusterScoped asks the cluster for gvr's scope; offline it knows the
+// built-in cluster-scoped resources (naming.IsClusterScoped).
+func (r *resolver) clusterScoped(gvr schema.GroupVersionResource) (bool, error) {
 	if r.rest == nil {
-		return gvr, naming.IsClusterScoped(gvr.GroupResource()), nil
+		return naming.IsClusterScoped(gvr.GroupResource()), nil
 	}
 	kind, err := r.rest.KindFor(gvr)
 	if err != nil {
-		return gvr, false, err
+		return false, err
 	}
 	mapping, err := r.rest.RESTMapping(kind.GroupKind(), kind.Version)
 	if err != nil {
-		return gvr, false, err
+		return false, err
 	}
-	return gvr, mapping.Scope.Name() == meta.RESTScopeNameRoot, nil
+	return mapping.Scope.Name() == meta.RESTScopeNameRoot, nil
+}
+
+// scope is the scope discovery lists gr with: the cluster's, and the
+// built-in one when the cluster cannot say.
+func (r *resolver) scope(gr schema.GroupResource) string {
+	clustered, err := r.clusterScoped(gr.WithVersion(""))
+	if err != nil {
+		clustered = naming.IsClusterScoped(gr)
+	}
+	if clustered {
+		return "cluster-scoped"
+	}
+	return "namespaced"
 }
 
 // Run loads the rules, runs discovery once and writes the explanation.
@@ -220,7 +240,7 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 	}
 	end := time.Now()
 	e := discovery.Explain(ctx, set, end.Add(-o.MaxAge), end)
-	Write(out, set, e)
+	Write(out, set, e, res.scope)
 
 	switch {
 	case o.External != "":
@@ -231,8 +251,10 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-// Write prints the discovery part of an explanation, rule by rule.
-func Write(out io.Writer, set *ruleset.Set, e *discovery.Explanation) {
+// Write prints the discovery part of an explanation, rule by rule: per
+// served metric, each resource with the label that maps to it and its
+// scope ("namespaced" or "cluster-scoped", from scope).
+func Write(out io.Writer, set *ruleset.Set, e *discovery.Explanation, scope func(schema.GroupResource) string) {
 	byQuery := map[string]discovery.QueryOutcome{}
 	for _, q := range e.Queries {
 		byQuery[q.Backend+"\x00"+q.SeriesQuery] = q
@@ -262,11 +284,7 @@ func Write(out io.Writer, set *ruleset.Set, e *discovery.Explanation) {
 					}
 					fmt.Fprintf(out, "  metric %s (%s, %s) from series %s\n", s.Metric, api, scope, s.Shape.Name)
 				} else {
-					scope := "cluster-scoped"
-					if s.Namespaced {
-						scope = "namespaced"
-					}
-					fmt.Fprintf(out, "  metric %s (%s, %s) for %s from series %s\n", s.Metric, api, scope, grList(s.Served), s.Shape.Name)
+					fmt.Fprintf(out, "  metric %s (%s) for %s from series %s\n", s.Metric, api, servedList(r, s.Served, scope), s.Shape.Name)
 				}
 			}
 			if s.Skipped != "" {
@@ -278,10 +296,17 @@ func Write(out io.Writer, set *ruleset.Set, e *discovery.Explanation) {
 	fmt.Fprintf(out, "served: %d custom metrics, %d external metrics\n", len(custom), len(external))
 }
 
-func grList(grs []schema.GroupResource) string {
+// servedList names each resource with the label that maps to it and its
+// scope: "jobs.batch (label job, namespaced), namespaces (label
+// namespace, cluster-scoped)".
+func servedList(r *ruleset.Rule, grs []schema.GroupResource, scope func(schema.GroupResource) string) string {
 	s := make([]string, len(grs))
 	for i, gr := range grs {
-		s[i] = gr.String()
+		label, err := r.Resources.LabelFor(gr)
+		if err != nil {
+			label = "?"
+		}
+		s[i] = fmt.Sprintf("%s (label %s, %s)", gr, label, scope(gr))
 	}
 	return strings.Join(s, ", ")
 }

@@ -69,10 +69,10 @@ func fakeProm(t *testing.T) *promtest.Server {
 func TestExplain(t *testing.T) {
 	discoveryLines := []string{
 		`rules[0] (custom.metrics.k8s.io): seriesQuery {__name__=~"^http_.*",namespace!=""} on backend "default": 4 series shapes`,
-		`  metric http_requests_per_second (custom.metrics.k8s.io, namespaced) for namespaces, pods from series http_requests_total`,
+		`  metric http_requests_per_second (custom.metrics.k8s.io) for namespaces (label namespace, cluster-scoped), pods (label pod, namespaced) from series http_requests_total`,
 		`  skipped series http_request_duration_seconds_bucket {le, namespace, pod}: seriesFilters[0] (isNot: "_bucket$") matches the series name`,
 		`  skipped series http_inflight {namespace, pod}: name.matches "^(.*)_total$" does not match the series name`,
-		`  metric http_build_info_per_second (custom.metrics.k8s.io, cluster-scoped) for namespaces from series http_build_info_total`,
+		`  metric http_build_info_per_second (custom.metrics.k8s.io) for namespaces (label namespace, cluster-scoped) from series http_build_info_total`,
 		`rules[1] (custom.metrics.k8s.io): seriesQuery http_requests_total{namespace!=""} on backend "default": 1 series shapes`,
 		`  skipped series http_requests_total {namespace, pod}: namespaces/http_requests_per_second is served by rules[0] from series "http_requests_total"; pods/http_requests_per_second is served by rules[0] from series "http_requests_total" (the first rule in the file, then the first series, wins)`,
 		`rules[2] (custom.metrics.k8s.io): seriesQuery broken_total on backend "default": FAILED: `,
@@ -96,12 +96,13 @@ func TestExplain(t *testing.T) {
 			want: discoveryLines,
 		},
 		{
-			name:  "no label maps to a resource",
+			name:  "template: job maps to batch/v1 jobs, as in prometheus-adapter; instance to nothing",
 			rules: goRules,
 			prom:  goProm,
 			want: []string{
-				`  skipped series go_goroutines {instance, job}: no label maps to a resource (labels: instance, job); add an override or a template naming one of them`,
-				`  metric go_threads (custom.metrics.k8s.io, namespaced) for namespaces, pods from series go_threads`,
+				`  metric go_goroutines (custom.metrics.k8s.io) for jobs.batch (label job, namespaced) from series go_goroutines`,
+				`  skipped series go_info {instance, version}: no label maps to a resource (labels: instance, version); add an override or a template naming one of them`,
+				`  metric go_threads (custom.metrics.k8s.io) for namespaces (label namespace, cluster-scoped), pods (label pod, namespaced) from series go_threads`,
 			},
 		},
 		{
@@ -225,6 +226,7 @@ func goProm(t *testing.T) *promtest.Server {
 	p := promtest.New(t)
 	p.SetSeries(`{__name__=~"go_.*"}`,
 		map[string]string{"__name__": "go_goroutines", "job": "app", "instance": "10.0.0.1:8080"},
+		map[string]string{"__name__": "go_info", "instance": "10.0.0.1:8080", "version": "go1.26"},
 		map[string]string{"__name__": "go_threads", "pod": "web-1", "namespace": "default"},
 	)
 	return p

@@ -382,3 +382,80 @@ func TestWindow(t *testing.T) {
 		})
 	}
 }
+
+// scopeRules serve one series through prometheus-adapter's documented
+// template, and two external metrics, one without the request's namespace.
+const scopeRules = `
+rules:
+- seriesQuery: '{namespace!="",__name__!~"^container_.*"}'
+  name: {matches: "^(.*)_total$"}
+  resources: {template: "<<.Resource>>"}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)'
+externalRules:
+- seriesQuery: 'queue_messages{queue!=""}'
+  resources: {overrides: {namespace: {resource: namespace}}}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
+- seriesQuery: 'global_backlog{queue!=""}'
+  resources: {namespaced: false}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
+`
+
+// What API discovery lists, with which scope: each resource's own (the
+// cluster's), so namespaces/<metric> is never namespaced; external
+// metrics are namespaced unless their rule says namespaced: false.
+func TestDiscoveryScopes(t *testing.T) {
+	srv := promtest.New(t)
+	srv.SetSeries(`{namespace!="",__name__!~"^container_.*"}`,
+		map[string]string{"__name__": "http_requests_total", "namespace": "shop", "pod": "web-1", "job": "kubernetes-pods", "service": "web", "verb": "GET"},
+		map[string]string{"__name__": "volume_writes_total", "namespace": "shop", "storageclass": "fast"},
+	)
+	srv.SetSeries(`queue_messages{queue!=""}`, map[string]string{"__name__": "queue_messages", "namespace": "shop", "queue": "q1"})
+	srv.SetSeries(`global_backlog{queue!=""}`, map[string]string{"__name__": "global_backlog", "queue": "q1"})
+	d := discovery.New(discovery.Options{Interval: time.Minute})
+	d.SetRules(srv.Rules(t, scopeRules, nil))
+	if err := d.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p := provider.New(provider.Options{Discovery: d, Mapper: promtest.Mapper(), Objects: fakeObjects{}})
+
+	custom := map[string]bool{}
+	for _, m := range p.ListAllMetrics() {
+		custom[m.GroupResource.String()+"/"+m.Metric] = m.Namespaced
+	}
+	external := map[string]bool{}
+	for _, r := range p.ExternalResources().ListAPIResources() {
+		external[r.Name] = r.Namespaced
+		if r.Kind != "ExternalMetricValueList" || len(r.Verbs) != 1 || r.Verbs[0] != "get" {
+			t.Errorf("%s: kind %s, verbs %v", r.Name, r.Kind, r.Verbs)
+		}
+	}
+	tests := []struct {
+		name       string
+		listed     map[string]bool
+		metric     string
+		namespaced bool
+	}{
+		{"pods", custom, "pods/http_requests", true},
+		{"the job label is batch/v1 jobs", custom, "jobs.batch/http_requests", true},
+		{"services", custom, "services/http_requests", true},
+		{"namespaces are cluster-scoped beside namespaced resources", custom, "namespaces/http_requests", false},
+		{"namespaces of another series", custom, "namespaces/volume_writes", false},
+		{"a cluster-scoped resource as the cluster says", custom, "storageclasses.storage.k8s.io/volume_writes", false},
+		{"external metric of a namespaced rule", external, "queue_messages", true},
+		{"external metric of a rule with namespaced: false", external, "global_backlog", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			namespaced, ok := tt.listed[tt.metric]
+			if !ok {
+				t.Fatalf("%s not listed; listed: %v", tt.metric, tt.listed)
+			}
+			if namespaced != tt.namespaced {
+				t.Errorf("%s namespaced = %v, want %v", tt.metric, namespaced, tt.namespaced)
+			}
+		})
+	}
+	if len(custom) != 6 || len(external) != 2 {
+		t.Errorf("listed %v and %v, want 6 custom and 2 external metrics", custom, external)
+	}
+}

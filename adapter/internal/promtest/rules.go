@@ -13,17 +13,22 @@ import (
 	"github.com/tidal-autoscaler/tidal/rules/config"
 )
 
-// Mapper is a RESTMapper knowing pods, services, namespaces, nodes and
-// deployments, as a cluster's discovery would.
+// Mapper is a RESTMapper knowing pods, services, namespaces, nodes,
+// deployments, jobs and storage classes (cluster-scoped), as a cluster's
+// discovery would.
 func Mapper() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
 	core := schema.GroupVersion{Version: "v1"}
 	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
+	batch := schema.GroupVersion{Group: "batch", Version: "v1"}
+	storage := schema.GroupVersion{Group: "storage.k8s.io", Version: "v1"}
 	m.Add(core.WithKind("Pod"), meta.RESTScopeNamespace)
 	m.Add(core.WithKind("Service"), meta.RESTScopeNamespace)
 	m.Add(core.WithKind("Namespace"), meta.RESTScopeRoot)
 	m.Add(core.WithKind("Node"), meta.RESTScopeRoot)
 	m.Add(apps.WithKind("Deployment"), meta.RESTScopeNamespace)
+	m.Add(batch.WithKind("Job"), meta.RESTScopeNamespace)
+	m.Add(storage.WithKind("StorageClass"), meta.RESTScopeRoot)
 	return m
 }
 
