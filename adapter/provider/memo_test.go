@@ -7,9 +7,13 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/metrics/pkg/apis/custom_metrics"
 
+	"github.com/tidal-autoscaler/tidal/adapter/monitor"
 	"github.com/tidal-autoscaler/tidal/adapter/prom"
+	"github.com/tidal-autoscaler/tidal/adapter/provider"
 )
 
 // A repeated request answered from the same cached Prometheus result
@@ -70,14 +74,20 @@ func TestObjectsRemembered(t *testing.T) {
 	}
 }
 
-// A NaN-only answer stays an error when it is remembered.
-func TestObjectsRememberedError(t *testing.T) {
-	f := newFixture(t, func(o *prom.Options) { o.CacheTTL = time.Minute })
+// A NaN-only answer stays an empty list when it is remembered, and each
+// request counts the value it left out.
+func TestObjectsRememberedNaN(t *testing.T) {
+	m := monitor.New()
+	m.Register(metrics.NewKubeRegistry())
+	f := newFixtureWith(t, func(o *prom.Options) { o.CacheTTL = time.Minute }, func(o *provider.Options) { o.Metrics = m })
 	for i := range 2 {
-		_, err := f.p.GetMetricBySelector(context.Background(), "a", labels.SelectorFromSet(labels.Set{"app": "nan"}), info(pods), labels.Everything())
-		if err == nil || !strings.Contains(err.Error(), "NaN") {
-			t.Errorf("request %d: err = %v, want the NaN error", i, err)
+		l, err := f.p.GetMetricBySelector(context.Background(), "a", labels.SelectorFromSet(labels.Set{"app": "nan"}), info(pods), labels.Everything())
+		if err != nil || l.Items == nil || len(l.Items) != 0 {
+			t.Errorf("request %d: %+v, %v; want an empty list", i, l, err)
 		}
+	}
+	if got, _ := testutil.GetCounterMetricValue(m.QueryErrors.WithLabelValues(prom.DefaultBackend, "rules[0]", "bad_value")); got != 2 {
+		t.Errorf("bad_value counter = %v, want 2", got)
 	}
 }
 

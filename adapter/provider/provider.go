@@ -5,18 +5,33 @@
 // What a request gets:
 //   - an unknown metric, or a metric not served for that resource: 404
 //     NotFound naming the metric;
+//   - a request without a namespace for a namespaced resource
+//     (`/apis/custom.metrics.k8s.io/v1beta2/pods/*/m`): 404 NotFound
+//     saying the request needs a namespace, as prometheus-adapter answers;
 //   - one named object that does not exist (per the adapter's watch
 //     caches): 404 NotFound naming the object, even if Prometheus still has
 //     series for it;
-//   - a wildcard (`pods/*`) matching no object: an empty list;
+//   - one named object with no value: 404 NotFound naming the metric and
+//     the object;
+//   - a wildcard or label selector (`pods/*`, any resource) matching no
+//     object, or objects without values: 200 with an empty list (`"items":
+//     []`, never null), as Kubernetes lists are; the HPA controller turns
+//     an empty list and a 404 into the same error ("no metrics returned
+//     from custom metrics API"), and other clients get a well-formed list.
+//     An external metric with no sample is an empty list too;
 //   - values with the precision Prometheus returned, rounded to
 //     nano-units (quantity.FromFloat: 0.3125 is 312500u, not 313m), with
 //     the sample's timestamp and, when the query has one range,
 //     windowSeconds;
-//   - a NaN or infinite value is never served as a number: a single object
-//     or external metric whose every value is NaN/Inf answers 500 with the
-//     query; in a list, such items are left out (the HPA treats them as
-//     missing, as it does pods without metrics);
+//   - a NaN or infinite value is no sample, everywhere: in a list (custom
+//     or external) its item is left out, so a list left with nothing is an
+//     empty list, and a single object whose value is NaN answers 404
+//     NotFound naming the metric and the object, never 500 (a data
+//     condition, such as a rate of a counter with no requests divided by
+//     another, is not a server error). The HPA treats such objects as
+//     missing, as it does pods without metrics; each value left out is
+//     counted in tidal_adapter_query_errors_total{reason="bad_value"} and
+//     logged at -v=2;
 //   - Prometheus unreachable or too slow: 503 ServiceUnavailable naming
 //     the backend; a query Prometheus rejects: 500 with the query;
 //   - a metric selector Prometheus cannot express: 400 BadRequest.
@@ -282,6 +297,23 @@ func (p *Provider) lookup(snap *discovery.Snapshot, info cmprovider.CustomMetric
 	return target{binding: b, gvr: gvr, kind: kind, clustered: mapping.Scope.Name() == meta.RESTScopeNameRoot}, nil
 }
 
+// needsNamespace is the answer to a request without a namespace for a
+// namespaced resource (`/apis/custom.metrics.k8s.io/v1beta2/pods/*/m`):
+// 404, as prometheus-adapter answers, saying where to ask instead.
+func needsNamespace(t target, metric string) error {
+	gr := t.gvr.GroupResource()
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure,
+		Code:   http.StatusNotFound,
+		Reason: metav1.StatusReasonNotFound,
+		Details: &metav1.StatusDetails{
+			Group: gr.Group,
+			Kind:  gr.Resource,
+		},
+		Message: fmt.Sprintf("the server could not find the metric %s for %s without a namespace: %s is namespaced, so the request needs one (.../namespaces/NAMESPACE/%s/...)", metric, gr, gr, gr),
+	}}
+}
+
 // GetMetricByName serves one object's metric.
 func (p *Provider) GetMetricByName(ctx context.Context, name types.NamespacedName, info cmprovider.CustomMetricInfo, metricSelector labels.Selector) (*custom_metrics.MetricValue, error) {
 	t, err := p.resolve(info)
@@ -289,8 +321,11 @@ func (p *Provider) GetMetricByName(ctx context.Context, name types.NamespacedNam
 		return nil, err
 	}
 	namespace := name.Namespace
-	if t.clustered {
+	switch {
+	case t.clustered:
 		namespace = ""
+	case namespace == "":
+		return nil, needsNamespace(t, info.Metric)
 	}
 	exists, err := p.o.Objects.Exists(ctx, t.gvr, namespace, name.Name)
 	if err != nil {
@@ -320,8 +355,11 @@ func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, se
 	if err != nil {
 		return nil, err
 	}
-	if t.clustered {
+	switch {
+	case t.clustered:
 		namespace = ""
+	case namespace == "":
+		return nil, needsNamespace(t, info.Metric)
 	}
 	objects := ""
 	if selector != nil {
@@ -333,7 +371,8 @@ func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, se
 		return nil, apierrors.NewServiceUnavailable(err.Error())
 	}
 	if len(names) == 0 {
-		return &custom_metrics.MetricValueList{}, nil
+		// An empty list, not null: Kubernetes list semantics.
+		return &custom_metrics.MetricValueList{Items: []custom_metrics.MetricValue{}}, nil
 	}
 	list, err := p.objectMetrics(ctx, t, namespace, names, info.Metric, metricSelector, objects)
 	if err != nil {
@@ -391,9 +430,8 @@ type objectsResult struct {
 type converted struct {
 	// list holds the items, shared by the requests with the same version.
 	list *custom_metrics.MetricValueList
-	// bad counts the values left out as not finite; err is the last one's.
+	// bad counts the values left out as not finite.
 	bad int
-	err error
 }
 
 // memoSize bounds the remembered queries and items (see memo.Table).
@@ -440,9 +478,6 @@ func (p *Provider) objectMetrics(ctx context.Context, t target, namespace string
 	if hit && c.bad > 0 {
 		p.o.Metrics.QueryErrors.WithLabelValues(rule.Client.Name(), rule.ID, "bad_value").Add(float64(c.bad))
 	}
-	if len(c.list.Items) == 0 && c.err != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("metric %s of %s: %w (query %s); a NaN usually comes from dividing 0 by 0, e.g. a rate of a request counter with no requests, so make the rule's query guard the division", metric, gr, c.err, r.query))
-	}
 	return c.list, nil
 }
 
@@ -469,7 +504,6 @@ func (p *Provider) convert(t target, namespace string, names []string, metric st
 		q, err := quantity.FromFloat(float64(s.Value))
 		if err != nil {
 			c.bad++
-			c.err = err
 			p.o.Metrics.QueryErrors.WithLabelValues(rule.Client.Name(), rule.ID, "bad_value").Inc()
 			klog.V(2).InfoS("Left out a value that is not a finite number", "rule", rule.ID, "metric", metric, "resource", gr, "namespace", namespace, "name", n, "value", s.Value)
 			continue
@@ -513,12 +547,11 @@ func (p *Provider) GetExternalMetric(ctx context.Context, namespace string, metr
 	}
 	window := p.windows.get(b, query)
 	out := &external_metrics.ExternalMetricValueList{Items: make([]external_metrics.ExternalMetricValue, 0, len(vec))}
-	var bad error
 	for _, s := range vec {
 		q, err := quantity.FromFloat(float64(s.Value))
 		if err != nil {
-			bad = err
 			p.o.Metrics.QueryErrors.WithLabelValues(rule.Client.Name(), rule.ID, "bad_value").Inc()
+			klog.V(2).InfoS("Left out a value that is not a finite number", "rule", rule.ID, "metric", info.Metric, "labels", s.Metric.String(), "value", s.Value)
 			continue
 		}
 		lbls := make(map[string]string, len(s.Metric))
@@ -534,9 +567,6 @@ func (p *Provider) GetExternalMetric(ctx context.Context, namespace string, metr
 			WindowSeconds: window,
 			Value:         q,
 		})
-	}
-	if len(out.Items) == 0 && bad != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("external metric %s: %w (query %s); a NaN usually comes from dividing 0 by 0, so make the rule's query guard the division", info.Metric, bad, query))
 	}
 	return out, nil
 }

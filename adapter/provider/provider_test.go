@@ -79,7 +79,7 @@ func newFixtureWith(t *testing.T, promURL func(*prom.Options), opts func(*provid
 	f := &fixture{
 		srv:    promtest.New(t),
 		pods:   map[string]float64{"web-1": 0.3125, "web-2": 1.0005, "web-3": 2, "nan-1": math.NaN()},
-		queues: map[string]float64{"q1": 5, "q2": 7.25},
+		queues: map[string]float64{"q1": 5, "q2": 7.25, "q3": math.NaN()},
 	}
 	f.srv.SetSeries(`http_requests_total{namespace!="",pod!=""}`,
 		map[string]string{"__name__": "http_requests_total", "namespace": "a", "pod": "web-1", "service": "web"})
@@ -160,7 +160,9 @@ func TestGetMetricByName(t *testing.T) {
 		{name: "unknown metric", gr: pods, ns: "a", obj: "web-1", metric: "nope", wantCode: 404, wantText: "nope"},
 		{name: "metric not served for the resource", gr: schema.GroupResource{Group: "apps", Resource: "deployments"}, ns: "a", obj: "web", wantCode: 404, wantText: metricName},
 		{name: "unknown resource", gr: schema.GroupResource{Resource: "widgets"}, ns: "a", obj: "w", wantCode: 404, wantText: metricName},
-		{name: "NaN is an error, not a number", gr: pods, ns: "a", obj: "nan-1", wantCode: 500, wantText: "NaN"},
+		{name: "NaN is no value: 404 naming the metric and the object, not 500", gr: pods, ns: "a", obj: "nan-1", wantCode: 404, wantText: metricName + " for pods nan-1"},
+		{name: "no namespace for a namespaced resource: 404 saying it needs one", gr: pods, ns: "", obj: "web-1", wantCode: 404, wantText: "pods is namespaced, so the request needs one"},
+		{name: "the namespace of a cluster-scoped resource is not needed", gr: schema.GroupResource{Resource: "namespaces"}, ns: "", obj: "a", wantValue: "42", wantVersion: "v1", wantKind: "Namespace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,6 +204,7 @@ func TestGetMetricBySelector(t *testing.T) {
 	tests := []struct {
 		name      string
 		selector  string
+		ns        string // "-" for none; "a" otherwise
 		metricSel string
 		want      string
 		wantCode  int32
@@ -210,7 +213,9 @@ func TestGetMetricBySelector(t *testing.T) {
 		{name: "label and metric selector", selector: "app=web,canary!=true", metricSel: "code!=500", want: "web-1=312500u web-2=1000500u"},
 		{name: "no object matches: empty list", selector: "app=none", want: ""},
 		{name: "objects without series: empty list", selector: "app=idle", want: ""},
-		{name: "NaN only: error", selector: "app=nan", wantCode: 500},
+		{name: "NaN left out", selector: "app in (web,nan)", want: "web-1=312500u web-2=1000500u web-3=2"},
+		{name: "NaN only: empty list, not 500", selector: "app=nan", want: ""},
+		{name: "no namespace for a namespaced resource: 404", ns: "-", selector: "app=web", wantCode: 404},
 		{name: "metric selector Prometheus cannot express", selector: "app=web", metricSel: "code>4", wantCode: 400},
 	}
 	for _, tt := range tests {
@@ -225,7 +230,11 @@ func TestGetMetricBySelector(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			list, err := f.p.GetMetricBySelector(context.Background(), "a", sel, info(pods), msel)
+			ns := "a"
+			if tt.ns == "-" {
+				ns = ""
+			}
+			list, err := f.p.GetMetricBySelector(context.Background(), ns, sel, info(pods), msel)
 			if tt.wantCode != 0 {
 				var st apierrors.APIStatus
 				if err == nil || !asStatus(err, &st) || st.Status().Code != tt.wantCode {
@@ -235,6 +244,9 @@ func TestGetMetricBySelector(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if list.Items == nil {
+				t.Error("items are nil: the list would be served as null, not []")
 			}
 			var got []string
 			for _, it := range list.Items {
@@ -302,8 +314,10 @@ func TestGetExternalMetric(t *testing.T) {
 		want     string
 		wantCode int32
 	}{
-		{name: "every sample, with labels", ns: "a", want: "q1=5 q2=7250m"},
+		{name: "every sample, with labels; NaN left out", ns: "a", want: "q1=5 q2=7250m"},
 		{name: "without namespace", ns: "", selector: "queue=q2", want: "q2=7250m"},
+		{name: "NaN only: empty list, not 500", ns: "a", selector: "queue=q3", want: ""},
+		{name: "no sample: empty list", ns: "a", selector: "queue=none", want: ""},
 		{name: "unknown metric", ns: "a", metric: "nope", wantCode: 404},
 	}
 	for _, tt := range tests {
@@ -326,6 +340,9 @@ func TestGetExternalMetric(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if list.Items == nil {
+				t.Error("items are nil: the list would be served as null, not []")
 			}
 			var got []string
 			for _, it := range list.Items {
