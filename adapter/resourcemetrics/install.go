@@ -51,7 +51,22 @@ func Install(ctx context.Context, server *genericapiserver.GenericAPIServer, p *
 	encodings := encodecache.New[metrics.PodMetricsList]()
 	info := msapi.Build(&podStorage{metrics: p, pods: pods, encodings: encodings}, &nodeStorage{metrics: p, nodes: nodeLister{nodes}})
 	info.NegotiatedSerializer = encodings.NegotiatedSerializer(info.NegotiatedSerializer)
+	info.PrioritizedVersions = served(info)
 	return server.InstallAPIGroup(&info)
+}
+
+// served keeps, in order, the group's versions that have storage.
+// Discovery names the first prioritized version as the preferred one, and
+// the scheme puts metrics.k8s.io/v1 first, which is not served: /apis
+// would prefer a version it does not list.
+func served(info genericapiserver.APIGroupInfo) []schema.GroupVersion {
+	var out []schema.GroupVersion
+	for _, gv := range info.PrioritizedVersions {
+		if len(info.VersionedResourcesStorageMap[gv.Version]) > 0 {
+			out = append(out, gv)
+		}
+	}
+	return out
 }
 
 // syncedLister is a cache.GenericLister that waits for its cache's first

@@ -212,7 +212,11 @@ func TestServed(t *testing.T) {
 		{"get a pod without samples", "/namespaces/ns/pods/c", "", "404"},
 		{"get a pod that does not exist", "/namespaces/ns/pods/zz", "", "404"},
 		{"nodes", "/nodes", "", "200 n"},
-		{"node field selector", "/nodes?fieldSelector=metadata.name%3Dm", "", "200"},
+		{"node field selector matching a node without samples: empty list", "/nodes?fieldSelector=metadata.name%3Dm", "", "200 []"},
+		{"namespace without pods: empty list, not null", "/namespaces/empty/pods", "", "200 []"},
+		{"label selector matching no pod: empty list", "/namespaces/ns/pods?labelSelector=app%3Dnone", "", "200 []"},
+		{"label selector matching pods without samples: empty list", "/namespaces/ns/pods?labelSelector=app%3Dc", "", "200 []"},
+		{"field selector matching no node: empty list", "/nodes?fieldSelector=metadata.name%3Dzz", "", "200 []"},
 		{"get a node without samples", "/nodes/m", "", "404"},
 		{"pod table: summed usage per resource, then the window", "/namespaces/ns/pods", table, "200 Name cpu memory Window | a 250m 1Mi 3m0s | b 500m 2Mi 3m0s"},
 		{"node table", "/nodes/n", table, "200 Name cpu memory Window | n 2 4Mi 3m0s"},
@@ -231,6 +235,10 @@ func TestServed(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
+			raw, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var body struct {
 				Items []struct {
 					metav1.ObjectMeta `json:"metadata"`
@@ -239,7 +247,11 @@ func TestServed(t *testing.T) {
 				Columns           []metav1.TableColumnDefinition `json:"columnDefinitions"`
 				Rows              []metav1.TableRow              `json:"rows"`
 			}
-			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &body); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(raw, &fields); err != nil {
 				t.Fatal(err)
 			}
 			got := []string{fmt.Sprint(resp.StatusCode)}
@@ -257,6 +269,8 @@ func TestServed(t *testing.T) {
 				}
 			case body.Name != "":
 				got = append(got, body.Namespace+"/"+body.Name)
+			case len(body.Items) == 0:
+				got = append(got, string(fields["items"])) // [] or null
 			default:
 				for _, m := range body.Items {
 					if m.Namespace == "" {
@@ -325,4 +339,94 @@ func TestServedShared(t *testing.T) {
 			}
 		}
 	}
+}
+
+// API discovery of metrics.k8s.io prefers a version it serves (the
+// scheme's first, v1, is not served), in every discovery document.
+func TestServedDiscovery(t *testing.T) {
+	srv := promtest.New(t)
+	set := srv.Rules(t, strings.Replace(rulesTemplate, "WINDOW", "", 1), nil)
+	base := serve(t, resourcemetrics.New(resourcemetrics.Options{Rules: func() *ruleset.Set { return set }}))
+	get := func(t *testing.T, path, accept string, into any) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s = %d %s", path, resp.StatusCode, body)
+		}
+		if err := json.Unmarshal(body, into); err != nil {
+			t.Fatalf("GET %s: %v: %s", path, err, body)
+		}
+	}
+	// preferred and served of metrics.k8s.io in each document.
+	tests := []struct {
+		name string
+		read func(t *testing.T) (preferred string, served []string)
+	}{
+		{"the group (/apis/metrics.k8s.io)", func(t *testing.T) (string, []string) {
+			var g metav1.APIGroup
+			get(t, "/apis/metrics.k8s.io", "", &g)
+			return g.PreferredVersion.GroupVersion, groupVersions(g)
+		}},
+		{"the group list (/apis)", func(t *testing.T) (string, []string) {
+			var l metav1.APIGroupList
+			get(t, "/apis", "", &l)
+			for _, g := range l.Groups {
+				if g.Name == "metrics.k8s.io" {
+					return g.PreferredVersion.GroupVersion, groupVersions(g)
+				}
+			}
+			t.Fatalf("/apis does not list metrics.k8s.io: %+v", l)
+			return "", nil
+		}},
+		{"aggregated discovery (/apis, apidiscovery.k8s.io/v2), whose first version is preferred", func(t *testing.T) (string, []string) {
+			var l struct {
+				Items []struct {
+					Metadata metav1.ObjectMeta `json:"metadata"`
+					Versions []struct {
+						Version string `json:"version"`
+					} `json:"versions"`
+				} `json:"items"`
+			}
+			get(t, "/apis", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", &l)
+			for _, g := range l.Items {
+				if g.Metadata.Name == "metrics.k8s.io" && len(g.Versions) > 0 {
+					var served []string
+					for _, v := range g.Versions {
+						served = append(served, "metrics.k8s.io/"+v.Version)
+					}
+					return served[0], served
+				}
+			}
+			t.Fatalf("aggregated /apis does not list metrics.k8s.io: %+v", l)
+			return "", nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			preferred, served := tt.read(t)
+			if strings.Join(served, ",") != "metrics.k8s.io/v1beta1" || preferred != "metrics.k8s.io/v1beta1" {
+				t.Errorf("preferred %q, versions %v; want metrics.k8s.io/v1beta1, the one served", preferred, served)
+			}
+		})
+	}
+}
+
+func groupVersions(g metav1.APIGroup) []string {
+	var out []string
+	for _, v := range g.Versions {
+		out = append(out, v.GroupVersion)
+	}
+	return out
 }
