@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -225,6 +226,36 @@ func TestChartOptions(t *testing.T) {
 			t.Errorf("issuerRef %v", ref)
 		}
 	})
+	t.Run("autoscaler.hpa", func(t *testing.T) {
+		hpaFlags := func(objs []*unstructured.Unstructured) []string {
+			d := typed[appsv1.Deployment](t, find(t, objs, "Deployment", namespace, "tidal-autoscaler"))
+			var out []string
+			for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+				if strings.Contains(a, "horizontal-pod-autoscaler") {
+					out = append(out, a)
+				}
+			}
+			slices.Sort(out)
+			return out
+		}
+		if got := hpaFlags(helmTemplate(t)); len(got) != 0 {
+			t.Errorf("default values render %q; want the flags' own defaults", got)
+		}
+		// Zero is a value, as in kube-controller-manager: rendered, not
+		// dropped as empty.
+		zero := hpaFlags(helmTemplate(t, "--set", "autoscaler.hpa.tolerance=0", "--set", "autoscaler.hpa.downscaleStabilization=0s",
+			"--set", "autoscaler.hpa.cpuInitializationPeriod=0", "--set", "autoscaler.hpa.initialReadinessDelay=0s",
+			"--set", "autoscaler.hpa.syncPeriod=5s", "--set", "autoscaler.hpa.concurrentSyncs=1"))
+		want := []string{"--concurrent-horizontal-pod-autoscaler-syncs=1", "--horizontal-pod-autoscaler-cpu-initialization-period=0",
+			"--horizontal-pod-autoscaler-downscale-stabilization=0s", "--horizontal-pod-autoscaler-initial-readiness-delay=0s",
+			"--horizontal-pod-autoscaler-sync-period=5s", "--horizontal-pod-autoscaler-tolerance=0"}
+		if !slices.Equal(zero, want) {
+			t.Errorf("zero values render %q, want %q", zero, want)
+		}
+		if got := hpaFlags(helmTemplate(t, "--set", "autoscaler.hpa.tolerance=0.25")); !slices.Equal(got, []string{"--horizontal-pod-autoscaler-tolerance=0.25"}) {
+			t.Errorf("tolerance 0.25 renders %q", got)
+		}
+	})
 	t.Run("rules.default off", func(t *testing.T) {
 		values := filepath.Join(t.TempDir(), "values.yaml")
 		if err := os.WriteFile(values, []byte(`rules:
@@ -279,6 +310,10 @@ func TestChartSchemaRejects(t *testing.T) {
 		{[]string{"adapter.replicas=0"}, "at '/adapter/replicas': minimum: got 0, want 1"},
 		{[]string{"autoscaler.replicas=-1"}, "at '/autoscaler/replicas': minimum: got -1, want 1"},
 		{[]string{"autoscaler.mode=hpa"}, "at '/autoscaler/mode': value must be one of 'crd', 'native'"},
+		{[]string{"autoscaler.hpa.tolerance=-0.1"}, "at '/autoscaler/hpa/tolerance': '-0.1' does not match pattern"},
+		{[]string{"autoscaler.hpa.syncPeriod=15"}, "at '/autoscaler/hpa/syncPeriod': maximum: got 15, want 0"},
+		{[]string{"autoscaler.hpa.concurrentSyncs=0"}, "at '/autoscaler/hpa/concurrentSyncs': minimum: got 0, want 1"},
+		{[]string{"autoscaler.hpa.downscaleStabilization=5 minutes"}, "at '/autoscaler/hpa/downscaleStabilization': '5 minutes' does not match pattern"},
 		{[]string{"rules.custom[0].seriesQuery=up"}, "at '/rules/custom/0': missing property 'metricsQuery'"},
 		{[]string{"adapter.extraReadRules[0].apiGroups[0]=", "adapter.extraReadRules[0].resources[0]=secrets", "adapter.extraReadRules[0].verbs[0]=delete"}, "at '/adapter/extraReadRules/0/verbs/0': value must be one of 'get', 'list', 'watch'"},
 		{[]string{"apiServices.custom=false", "apiServices.external=false"}, "apiServices: enable at least one of custom, external and resource"},
