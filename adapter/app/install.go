@@ -1,8 +1,14 @@
 package app
 
 import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	genericapi "k8s.io/apiserver/pkg/endpoints"
 	"k8s.io/apiserver/pkg/endpoints/discovery"
@@ -29,7 +35,7 @@ func installCustomMetrics(s *genericapiserver.GenericAPIServer, p cmprovider.Cus
 	container := s.Handler.GoRestfulContainer
 	for i, gv := range groupInfo.PrioritizedVersions {
 		api := &cminstaller.MetricsAPIGroupVersion{
-			DynamicStorage: cmstorage.NewREST(p),
+			DynamicStorage: selectorChecked{cmstorage.NewREST(p)},
 			APIGroupVersion: &genericapi.APIGroupVersion{
 				Root:             genericapiserver.APIGroupPrefix,
 				GroupVersion:     gv,
@@ -94,4 +100,21 @@ func installExternalMetrics(s *genericapiserver.GenericAPIServer, p cmprovider.E
 	s.DiscoveryGroupManager.AddGroup(group)
 	container.Add(discovery.NewAPIGroupHandler(s.Serializer, group).WebService())
 	return nil
+}
+
+// selectorChecked is custom-metrics-apiserver's storage, except that a
+// metricLabelSelector that does not parse is a 400 BadRequest, as a bad
+// labelSelector is: custom-metrics-apiserver returns the parser's error
+// as is, which the apiserver serves as a 500 (so does prometheus-adapter).
+type selectorChecked struct {
+	*cmstorage.REST
+}
+
+func (s selectorChecked) List(ctx context.Context, options *metainternalversion.ListOptions, metricOpts runtime.Object) (runtime.Object, error) {
+	if o, ok := metricOpts.(*custom_metrics.MetricListOptions); ok && o.MetricLabelSelector != "" {
+		if _, err := labels.Parse(o.MetricLabelSelector); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("metricLabelSelector %q: %v", o.MetricLabelSelector, err))
+		}
+	}
+	return s.REST.List(ctx, options, metricOpts)
 }
