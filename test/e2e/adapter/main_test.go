@@ -36,19 +36,20 @@ rules:
 - seriesQuery: 'app_queue_depth{namespace!="",deployment!=""}'
   resources: {template: "<<.Resource>>"}
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
-externalRules:
+` + compatRules + `externalRules:
 - seriesQuery: 'queue_messages{queue!=""}'
   resources: {overrides: {namespace: {resource: namespace}}}
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
 - seriesQuery: 'global_backlog{queue!=""}'
   resources: {namespaced: false}
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (queue)'
-` + resourceRules
+` + compatExternalRules + resourceRules
 
 // env is shared by the package's tests: one control plane, one adapter.
 var env struct {
 	h        *harness.Harness
 	adapter  *harness.Adapter
+	tidal    string // the binary
 	ruleFile string
 	pods     []string // the web Deployment's pods, sorted
 	// rates are the request rates set per pod (code 200); pods[0] also
@@ -83,6 +84,7 @@ func setup(ctx context.Context) (*harness.Harness, error) {
 	if err != nil {
 		return nil, err
 	}
+	env.tidal = tidal
 	opts := harness.Full()
 	opts.KeepDir = true // removed by TestMain when everything passed
 	h, err := harness.Start(ctx, opts)
@@ -117,6 +119,9 @@ func setup(ctx context.Context) (*harness.Harness, error) {
 	h.Exporter.SetGauge("queue_messages", exporter.Labels{"namespace": "other", "queue": "billing"}, 3)
 	h.Exporter.SetGauge("global_backlog", exporter.Labels{"queue": "a"}, 1.0005)
 	h.Exporter.SetGauge("global_backlog", exporter.Labels{"queue": "b"}, 2)
+	if err := setupCompat(ctx, h); err != nil {
+		return h, err
+	}
 
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
