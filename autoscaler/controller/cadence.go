@@ -65,10 +65,13 @@ func (c *cadence) forget(key string) {
 //
 // An autoscaler that shares its namespace's PodMetrics list (aligned)
 // comes due on the namespace's beat instead, the instants congruent to
-// beat modulo period, at the one in (due, due+period]: so the autoscalers
-// of a namespace come due together, one list serves them all, and no
-// interval is longer than a period. The first interval after an add may
-// be shorter; from then on it is exactly the period.
+// beat modulo period, at the one in [due+period, due+2*period): so the
+// autoscalers of a namespace come due together and one list serves them
+// all. No interval is shorter than a period, as upstream's never is: a
+// shorter one would let the per-reconcile scale-up limit of the legacy
+// rules act twice within a period (3 -> 6 -> 12 where upstream reaches 6).
+// The first interval after an add, or after the namespace gets a second
+// autoscaler, may be longer; from then on it is exactly the period.
 func nextDue(due, now time.Time, period, beat time.Duration, aligned bool) time.Time {
 	next := due.Add(period)
 	if aligned {
@@ -76,7 +79,9 @@ func nextDue(due, now time.Time, period, beat time.Duration, aligned bool) time.
 		if off < 0 {
 			off += int64(period)
 		}
-		next = next.Add(-time.Duration(off))
+		if off != 0 {
+			next = next.Add(period - time.Duration(off))
+		}
 	}
 	if next.After(now) {
 		return next

@@ -29,9 +29,9 @@ func TestNextDue(t *testing.T) {
 		{name: "a period behind: at once", due: t0, now: t0.Add(period), want: t0.Add(period)},
 		{name: "more than a period behind: at once, not a catch-up", due: t0, now: t0.Add(40 * time.Second), want: t0.Add(40 * time.Second)},
 		{name: "aligned, on the beat: one period", due: t0, now: t0, aligned: true, want: t0.Add(period)},
-		{name: "aligned, off the beat: the beat before due+period", due: t0.Add(5 * time.Second), now: t0.Add(5 * time.Second), aligned: true, want: t0.Add(period)},
-		{name: "aligned, just after the beat: almost a whole period", due: t0.Add(time.Millisecond), now: t0.Add(time.Millisecond), aligned: true, want: t0.Add(period)},
-		{name: "aligned, just before the beat: the beat after it", due: t0.Add(-time.Millisecond), now: t0, aligned: true, want: t0},
+		{name: "aligned, off the beat: the first beat from due+period", due: t0.Add(5 * time.Second), now: t0.Add(5 * time.Second), aligned: true, want: t0.Add(2 * period)},
+		{name: "aligned, just after the beat: almost two periods", due: t0.Add(time.Millisecond), now: t0.Add(time.Millisecond), aligned: true, want: t0.Add(2 * period)},
+		{name: "aligned, just before the beat: a period and a moment", due: t0.Add(-time.Millisecond), now: t0, aligned: true, want: t0.Add(period)},
 		{name: "aligned, a period behind: at once", due: t0, now: t0.Add(20 * time.Second), aligned: true, want: t0.Add(20 * time.Second)},
 	}
 	for _, tt := range tests {
@@ -40,8 +40,9 @@ func TestNextDue(t *testing.T) {
 			if !got.Equal(tt.want) {
 				t.Errorf("nextDue(t0+%s, now t0+%s) = t0+%s, want t0+%s", tt.due.Sub(t0), tt.now.Sub(t0), got.Sub(t0), tt.want.Sub(t0))
 			}
-			if d := got.Sub(tt.due); d <= 0 && got.After(tt.now) || d > period && got.After(tt.now) {
-				t.Errorf("interval %s, want in (0, %s]", d, period)
+			// Never sooner than upstream (a period), never a period late.
+			if d := got.Sub(tt.due); got.After(tt.now) && (d < period || d >= 2*period) {
+				t.Errorf("interval %s, want in [%s, %s)", d, period, 2*period)
 			}
 		})
 	}
@@ -142,8 +143,8 @@ func TestWaitInQueueDoesNotStretchThePeriod(t *testing.T) {
 }
 
 // TestNamespaceAutoscalersComeDueTogether: two autoscalers of a namespace,
-// due 4s apart, are next due at the same instant, the namespace's beat,
-// within a period of each one's last due time.
+// due 4s apart, are next due at the same instant, the namespace's beat, no
+// sooner than a period after each one's last due time.
 func TestNamespaceAutoscalersComeDueTogether(t *testing.T) {
 	const period = 15 * time.Second
 	f := newFixture(t, ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000), podMetrics: milliByPod(500)},
@@ -172,7 +173,7 @@ func TestNamespaceAutoscalersComeDueTogether(t *testing.T) {
 		next = append(next, clk.Now().Add(q.delays[len(q.delays)-1]))
 		q.mu.Unlock()
 	}
-	want := onBeat.Add(period)
+	want := onBeat.Add(2 * period)
 	for i, n := range next {
 		if !n.Equal(want) {
 			t.Errorf("autoscaler %d next due at beat+%s, want beat+%s (due at beat+1s and beat+5s)", i, n.Sub(onBeat), want.Sub(onBeat))
