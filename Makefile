@@ -42,6 +42,11 @@ test-unit: ## Unit tests (no servers).
 test-e2e: tools ## Integration and e2e tests against the real harness.
 	TIDAL_TOOLS_DIR="$$(readlink -f $(TOOLS_DIR))" $(GO) test -count=1 -p 1 -timeout 25m $(E2E_PKGS)
 
+.PHONY: conformance-random
+conformance-random: tools ## Random scenarios against kube-controller-manager's HPA controller (TIDAL_CONFORMANCE_RANDOM=30; the seed is printed, TIDAL_CONFORMANCE_SEED replays).
+	TIDAL_TOOLS_DIR="$$(readlink -f $(TOOLS_DIR))" TIDAL_CONFORMANCE_PROFILES=base TIDAL_CONFORMANCE_RANDOM="$${TIDAL_CONFORMANCE_RANDOM:-30}" \
+	  $(GO) test -count=1 -timeout 40m -v -run 'TestRandomScenarios' ./test/e2e/conformance
+
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck.
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './_output/*'))"; \

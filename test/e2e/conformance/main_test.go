@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,29 +17,95 @@ import (
 	"github.com/tidal-autoscaler/tidal/test/metricsserver"
 )
 
-// syncPeriod is both controllers' --horizontal-pod-autoscaler-sync-period.
+// syncPeriod is both controllers' --horizontal-pod-autoscaler-sync-period
+// in every profile (a zero period is refused by tidal: see
+// TestRefusedFlagsAsUpstream).
 const syncPeriod = 5 * time.Second
 
-// controllerFlags are given to both controllers, so they are tuned alike.
-// The downscale stabilization is short so that legacy (behavior-less)
-// scale-downs happen within a scenario.
-var controllerFlags = []string{
-	"--horizontal-pod-autoscaler-sync-period=" + syncPeriod.String(),
-	"--horizontal-pod-autoscaler-downscale-stabilization=15s",
-	"--horizontal-pod-autoscaler-tolerance=0.1",
-	"--horizontal-pod-autoscaler-cpu-initialization-period=5m",
-	"--horizontal-pod-autoscaler-initial-readiness-delay=30s",
-	"--concurrent-horizontal-pod-autoscaler-syncs=5",
-}
+// profile is one configuration of both controllers. Each profile has a
+// control plane of its own, because kube-controller-manager's HPA
+// controller reconciles every HorizontalPodAutoscaler of its cluster.
+type profile struct {
+	name string
+	// downscale is --horizontal-pod-autoscaler-downscale-stabilization.
+	downscale time.Duration
+	// flags are given to both controllers besides the sync period and the
+	// downscale stabilization.
+	flags []string
+	// only lists the scenarios run in this profile; nil runs them all.
+	only []string
 
-// env is the control plane every test of the package shares.
-var env struct {
+	// skip is why the profile does not run (TIDAL_CONFORMANCE_PROFILES).
+	skip string
+
 	h       *harness.Harness
 	metrics *metricsserver.Server
 	dyn     dynamic.Interface
-	// setupErr is why the environment could not be built; tests fail
-	// with it.
+	// setupErr is why the profile's environment could not be built; its
+	// tests fail with it.
 	setupErr error
+}
+
+// controllerFlags are the flags of both controllers in p.
+func (p *profile) controllerFlags() []string {
+	return append([]string{
+		"--horizontal-pod-autoscaler-sync-period=" + syncPeriod.String(),
+		"--horizontal-pod-autoscaler-downscale-stabilization=" + p.downscale.String(),
+	}, p.flags...)
+}
+
+// settleDefault outlasts the legacy downscale stabilization by more than a
+// sync period, so a held-back scale-down is not taken as settled.
+func (p *profile) settleDefault() time.Duration {
+	return max(p.downscale+7*time.Second, 12*time.Second)
+}
+
+func (p *profile) runs(name string) bool {
+	if p.only == nil {
+		return true
+	}
+	for _, n := range p.only {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// The profiles. "base" runs every scenario with the defaults but for a
+// short downscale stabilization (legacy scale-downs happen within a
+// scenario). "zero" gives every flag kube-controller-manager accepts at
+// zero; "tuned" gives them values other than the defaults. Those two run
+// the scenarios whose decisions the flags change.
+var (
+	baseProfile = &profile{name: "base", downscale: 15 * time.Second, flags: []string{
+		"--horizontal-pod-autoscaler-tolerance=0.1",
+		"--horizontal-pod-autoscaler-cpu-initialization-period=5m",
+		"--horizontal-pod-autoscaler-initial-readiness-delay=30s",
+		"--concurrent-horizontal-pod-autoscaler-syncs=5",
+	}}
+	zeroProfile = &profile{name: "zero", downscale: 0, flags: []string{
+		"--horizontal-pod-autoscaler-tolerance=0",
+		"--horizontal-pod-autoscaler-cpu-initialization-period=0s",
+		"--horizontal-pod-autoscaler-initial-readiness-delay=0s",
+		"--concurrent-horizontal-pod-autoscaler-syncs=5",
+	}, only: flagScenarios}
+	tunedProfile = &profile{name: "tuned", downscale: 25 * time.Second, flags: []string{
+		"--horizontal-pod-autoscaler-tolerance=0.3",
+		"--horizontal-pod-autoscaler-cpu-initialization-period=1s",
+		"--horizontal-pod-autoscaler-initial-readiness-delay=10m",
+		"--concurrent-horizontal-pod-autoscaler-syncs=1",
+	}, only: flagScenarios}
+	profiles = []*profile{baseProfile, zeroProfile, tunedProfile}
+)
+
+// flagScenarios are the scenarios whose decisions depend on the tolerance,
+// the downscale stabilization, the cpu initialization period or the
+// initial readiness delay.
+var flagScenarios = []string{
+	"cpu-util-up-down", "cpu-util-tolerance", "cpu-unready-pod", "cpu-unready-then-ready", "cpu-pending-pod",
+	"cpu-missing-pod", "pods-missing", "object-value", "external-value", "external-average-selector",
+	"behavior-default-down-window", "multi-one-failing-no-down", "zero-external",
 }
 
 func TestMain(m *testing.M) {
@@ -47,7 +115,7 @@ func TestMain(m *testing.M) {
 	parallelSet := false
 	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
 	if !parallelSet {
-		_ = flag.Set("test.parallel", "64")
+		_ = flag.Set("test.parallel", "128")
 	}
 	os.Exit(run(m))
 }
@@ -61,39 +129,43 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := time.Now()
-	h, err := harness.Start(ctx, harness.Options{
-		Dir: dir, ControllerManager: true, Scheduler: true, Kwok: true,
-		HPAController: true, HPAControllerArgs: controllerFlags,
-		// The workload controllers (not the HPA controller under test)
-		// create the twins' pods without client throttling: all scenarios
-		// start together, and at the default 20 QPS new pods lagged a sync
-		// period (5 s) behind a scale-up. Then whichever controller
-		// reconciled during the lag counted a pending pod and took an extra
-		// intermediate step (e.g. 3, 5, 6, 8 against 3, 5, 8), a timing
-		// difference and not a decision difference.
-		ControllerManagerArgs: []string{"--kube-api-qps=300", "--kube-api-burst=600",
-			"--concurrent-replicaset-syncs=20", "--concurrent-deployment-syncs=20"},
-		// Beta and on by default in v1.37; explicit, as the scale-to-zero
-		// scenarios need it on the apiserver and both controllers.
-		FeatureGates: []string{"HPAScaleToZero=true"},
-		Logf: func(format string, args ...any) {
-			fmt.Fprintf(os.Stderr, format+"\n", args...)
-		},
-	})
-	if err != nil {
-		env.setupErr = err
+	// Build the binary once, before the profiles start it together.
+	if _, err := harness.TidalBinary(ctx); err != nil {
+		for _, p := range profiles {
+			p.setupErr = err
+		}
 		return harness.RunTests(m)
 	}
-	env.h = h
-	env.setupErr = setup(ctx, h)
-	fmt.Fprintf(os.Stderr, "conformance: environment ready in %s\n", time.Since(start).Round(time.Millisecond))
+	selected, err := selectProfiles(os.Getenv(profilesEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	var wg sync.WaitGroup
+	for _, p := range profiles {
+		if !selected[p.name] {
+			p.skip = fmt.Sprintf("profile %s not in %s", p.name, profilesEnv)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.setupErr = p.start(ctx, filepath.Join(dir, p.name))
+		}()
+	}
+	wg.Wait()
+	fmt.Fprintf(os.Stderr, "conformance: %d environments ready in %s\n", len(selected), time.Since(start).Round(time.Millisecond))
 	code := harness.RunTests(m)
 	cancel()
-	if env.metrics != nil {
-		_ = env.metrics.Wait()
-	}
-	if err := h.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop harness:", err)
+	for _, p := range profiles {
+		if p.metrics != nil {
+			_ = p.metrics.Wait()
+		}
+		if p.h != nil {
+			if err := p.h.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "stop harness:", err)
+			}
+		}
 	}
 	if code == 0 {
 		_ = os.RemoveAll(dir)
@@ -103,13 +175,65 @@ func run(m *testing.M) int {
 	return code
 }
 
-// setup starts the test metrics server, applies the CRD and runs tidal.
-func setup(ctx context.Context, h *harness.Harness) error {
-	var err error
-	if env.metrics, err = metricsserver.Start(ctx, h, metricsserver.Options{}); err != nil {
+// profilesEnv names the profiles to run, comma-separated (default all);
+// `make conformance-random` runs only base.
+const profilesEnv = "TIDAL_CONFORMANCE_PROFILES"
+
+func selectProfiles(list string) (map[string]bool, error) {
+	selected := map[string]bool{}
+	for _, p := range profiles {
+		selected[p.name] = list == ""
+	}
+	if list == "" {
+		return selected, nil
+	}
+	for _, name := range strings.Split(list, ",") {
+		if _, ok := selected[name]; !ok {
+			return nil, fmt.Errorf("%s=%q: no profile %q", profilesEnv, list, name)
+		}
+		selected[name] = true
+	}
+	for name, on := range selected {
+		if !on {
+			delete(selected, name)
+		}
+	}
+	return selected, nil
+}
+
+// start builds p's control plane: the upstream HPA controller with p's
+// flags, the test metrics server, the CRD and tidal with the same flags.
+func (p *profile) start(ctx context.Context, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	h, err := harness.Start(ctx, harness.Options{
+		Dir: dir, ControllerManager: true, Scheduler: true, Kwok: true,
+		HPAController: true, HPAControllerArgs: p.controllerFlags(),
+		// The workload controllers (not the HPA controller under test)
+		// create the twins' pods without client throttling: all scenarios
+		// start together, and at the default 20 QPS new pods lagged a sync
+		// period (5 s) behind a scale-up. Then whichever controller
+		// reconciled during the lag counted a pending pod and took an extra
+		// intermediate step (e.g. 3, 5, 6, 8 against 3, 5, 8), a timing
+		// difference and not a decision difference.
+		ControllerManagerArgs: []string{"--kube-api-qps=300", "--kube-api-burst=600",
+			"--concurrent-replicaset-syncs=20", "--concurrent-deployment-syncs=20", "--concurrent-statefulset-syncs=20"},
+		// Beta and on by default in v1.37; explicit, as the scale-to-zero
+		// scenarios need it on the apiserver and both controllers.
+		FeatureGates: []string{"HPAScaleToZero=true"},
+		Logf: func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, "[%s] "+format+"\n", append([]any{p.name}, args...)...)
+		},
+	})
+	p.h = h
+	if err != nil {
+		return err
+	}
+	if p.metrics, err = metricsserver.Start(ctx, h, metricsserver.Options{}); err != nil {
 		return fmt.Errorf("test metrics server: %w", err)
 	}
-	if env.dyn, err = dynamic.NewForConfig(h.Admin); err != nil {
+	if p.dyn, err = dynamic.NewForConfig(h.Admin); err != nil {
 		return err
 	}
 	root, err := harness.RepoRoot()
@@ -119,20 +243,19 @@ func setup(ctx context.Context, h *harness.Harness) error {
 	if _, err := h.ApplyCRDs(ctx, filepath.Join(root, "manifests", "crd")); err != nil {
 		return err
 	}
-	return startTidal(ctx, h)
-}
-
-// startTidal runs `tidal autoscaler --mode=crd` under the harness (its own
-// service account with the RBAC of manifests/rbac-autoscaler.yaml, leader
-// election) with controllerFlags, and waits until it holds the lease.
-func startTidal(ctx context.Context, h *harness.Harness) error {
+	if err := applyScalableCRD(ctx, h); err != nil {
+		return err
+	}
 	bin, err := harness.TidalBinary(ctx)
 	if err != nil {
 		return err
 	}
+	// `tidal autoscaler --mode=crd` under the harness: its own service
+	// account with the RBAC of manifests/rbac-autoscaler.yaml, leader
+	// election; it returns once tidal holds the lease.
 	_, err = h.StartAutoscaler(ctx, harness.AutoscalerOptions{
 		Binary: bin,
-		Args:   append([]string{"--kube-api-qps=100", "--kube-api-burst=200"}, controllerFlags...),
+		Args:   append([]string{"--kube-api-qps=100", "--kube-api-burst=200"}, p.controllerFlags()...),
 	})
 	return err
 }

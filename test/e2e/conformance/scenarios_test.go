@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"slices"
 	"testing"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -283,13 +284,123 @@ var scenarios = []scenario{
 		setStep("idle", func(m twinMetrics) { m.object("rps", "0") }),
 		setStep("from zero", func(m twinMetrics) { m.object("rps", "35") }),
 	}},
+
+	// Readiness changing in the middle of a scenario.
+	{name: "cpu-unready-then-ready", replicas: 3, spec: hpaSpec(1, 8, cpu50), steps: []step{
+		{name: "oldest pod unready, hot", set: func(m twinMetrics) { m.cpu("90m") }, act: markFirstPodUnready},
+		{name: "ready again", act: markFirstPodReady},
+		cpuStep("cooler", "30m"),
+	}},
+	{name: "pods-unready-then-ready", replicas: 3, spec: hpaSpec(1, 8, podsMetric("qps", averageValue("10"))), steps: []step{
+		{name: "oldest pod unready", set: func(m twinMetrics) { m.pods("qps", "18") }, act: markFirstPodUnready},
+		{name: "ready again", act: markFirstPodReady},
+	}},
+
+	// Pods that are no longer counted: failed, or being deleted.
+	{name: "cpu-failed-and-deleting-pods", replicas: 2, spec: hpaSpec(1, 8, cpu50), steps: []step{
+		{name: "a failed and a deleting pod, hot", set: func(m twinMetrics) { m.cpu("80m") }, act: both(addFailedPod, addDeletingPod)},
+		cpuStep("idle", "10m"),
+	}},
+	{name: "pods-failed-and-deleting-pods", replicas: 3, spec: hpaSpec(1, 8, podsMetric("qps", averageValue("10"))), steps: []step{
+		{name: "a failed and a deleting pod", set: func(m twinMetrics) { m.pods("qps", "16") }, act: both(addFailedPod, addDeletingPod)},
+		setStep("low", func(m twinMetrics) { m.pods("qps", "3") }),
+	}},
+
+	// Metrics that go away in the middle of a scenario.
+	{name: "cpu-metrics-vanish", replicas: 3, spec: hpaSpec(1, 8, cpu50), steps: []step{
+		cpuStep("at target", "50m"),
+		setStep("every pod without metrics", func(m twinMetrics) { m.cpu() }),
+		cpuStep("back, low", "10m"),
+	}},
+	{name: "object-fails-mid", replicas: 3, spec: hpaSpec(1, 8, cpu50, objectMetric("rps", value("100"))), steps: []step{
+		setStep("both at target", func(m twinMetrics) { m.cpu("50m"); m.object("rps", "100") }),
+		setStep("object gone, cpu low", func(m twinMetrics) { m.cpu("10m"); m.object("rps", "") }),
+		setStep("object gone, cpu high", func(m twinMetrics) { m.cpu("90m") }),
+	}},
+	{name: "external-fails-mid", replicas: 3, spec: hpaSpec(1, 8, podsMetric("qps", averageValue("10")), externalMetric("queue", nil, averageValue("5"))), steps: []step{
+		setStep("both at target", func(m twinMetrics) { m.pods("qps", "10"); m.external("queue", "15") }),
+		setStep("external gone, pods low", func(m twinMetrics) { m.pods("qps", "2"); m.external("queue") }),
+	}},
+
+	// ContainerResource with an average value.
+	{name: "container-cpu-average-value", replicas: 2, spec: hpaSpec(1, 6, containerMetric(corev1.ResourceCPU, "app", averageValue("80m"))), pod: withSidecar, steps: []step{
+		setStep("at target, sidecar busy", func(m twinMetrics) { m.cpu("80m"); m.containerCPU("sidecar", "300m") }),
+		setStep("double", func(m twinMetrics) { m.cpu("160m") }),
+		setStep("half", func(m twinMetrics) { m.cpu("40m") }),
+	}},
+
+	// Other targets: a StatefulSet, and a custom resource's /scale.
+	{name: "statefulset-cpu", replicas: 2, target: statefulSetTarget, spec: hpaSpec(1, 6, cpu50), steps: []step{
+		cpuStep("at target", "50m"), cpuStep("double", "100m"), cpuStep("idle", "10m"),
+	}},
+	{name: "statefulset-pods-metric", replicas: 3, target: statefulSetTarget, spec: hpaSpec(1, 8, podsMetric("qps", averageValue("10"))), steps: []step{
+		setStep("2x", func(m twinMetrics) { m.pods("qps", "20") }),
+	}},
+	{name: "scalable-cpu", replicas: 2, target: scalableTarget, spec: hpaSpec(1, 6, cpu50), steps: []step{
+		cpuStep("at target", "50m"), cpuStep("double", "100m"), cpuStep("idle", "10m"),
+	}},
+	{name: "scalable-external-average", replicas: 2, target: scalableTarget, spec: hpaSpec(1, 8, externalMetric("queue", nil, averageValue("4"))), steps: []step{
+		setStep("3 pods worth", func(m twinMetrics) { m.external("queue", "12") }),
+		setStep("1 pod worth", func(m twinMetrics) { m.external("queue", "4") }),
+	}},
+
+	// Behaviors: short windows; Pods and Percent policies with each
+	// selectPolicy; the flag's window as the scale-down default.
+	{name: "behavior-down-select-max", replicas: 8, spec: withBehavior(hpaSpec(1, 8, cpu50), autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleDown: &autoscalingv2.HPAScalingRules{
+			StabilizationWindowSeconds: ptr.To[int32](3),
+			Policies: []autoscalingv2.HPAScalingPolicy{
+				policy(autoscalingv2.PercentScalingPolicy, 25, 10), policy(autoscalingv2.PodsScalingPolicy, 3, 10),
+			},
+			SelectPolicy: selectPolicy(autoscalingv2.MaxChangePolicySelect),
+		},
+	}), steps: []step{cpuStep("idle", "5m")}},
+	{name: "behavior-down-select-min", replicas: 8, spec: withBehavior(hpaSpec(1, 8, cpu50), autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleDown: &autoscalingv2.HPAScalingRules{
+			StabilizationWindowSeconds: ptr.To[int32](3),
+			Policies: []autoscalingv2.HPAScalingPolicy{
+				policy(autoscalingv2.PercentScalingPolicy, 25, 10), policy(autoscalingv2.PodsScalingPolicy, 3, 10),
+			},
+			SelectPolicy: selectPolicy(autoscalingv2.MinChangePolicySelect),
+		},
+	}), steps: []step{cpuStep("idle", "5m")}},
+	{name: "behavior-up-select-max-window", replicas: 2, spec: withBehavior(hpaSpec(1, 12, cpu50), autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleUp: &autoscalingv2.HPAScalingRules{
+			StabilizationWindowSeconds: ptr.To[int32](4),
+			Policies: []autoscalingv2.HPAScalingPolicy{
+				policy(autoscalingv2.PercentScalingPolicy, 50, 10), policy(autoscalingv2.PodsScalingPolicy, 2, 10),
+			},
+			SelectPolicy: selectPolicy(autoscalingv2.MaxChangePolicySelect),
+		},
+	}), steps: []step{cpuStep("hot", "200m")}},
+	{name: "behavior-default-down-window", replicas: 4, spec: withBehavior(hpaSpec(1, 8, cpu50), autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleUp: &autoscalingv2.HPAScalingRules{SelectPolicy: selectPolicy(autoscalingv2.MaxChangePolicySelect)},
+	}), steps: []step{cpuStep("at target", "50m"), cpuStep("idle", "10m")}},
 }
 
 func TestConformance(t *testing.T) {
-	for _, sc := range scenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			t.Parallel()
-			runScenario(t, sc)
+	for _, p := range profiles {
+		t.Run(p.name, func(t *testing.T) {
+			for _, sc := range scenarios {
+				if !p.runs(sc.name) {
+					continue
+				}
+				t.Run(sc.name, func(t *testing.T) {
+					t.Parallel()
+					runScenario(t, p, sc)
+				})
+			}
 		})
+	}
+}
+
+// TestProfilesNameScenarios: a profile's list names scenarios that exist.
+func TestProfilesNameScenarios(t *testing.T) {
+	for _, p := range profiles {
+		for _, name := range p.only {
+			if !slices.ContainsFunc(scenarios, func(sc scenario) bool { return sc.name == name }) {
+				t.Errorf("profile %s names scenario %q, which does not exist", p.name, name)
+			}
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -42,6 +43,8 @@ type scenario struct {
 	// pod, when set, changes the twins' pod template (sidecars, pod-level
 	// resources).
 	pod func(*corev1.PodSpec)
+	// target is what the twins scale; a Deployment by default.
+	target targetKind
 	// skip, when set, is why the scenario cannot run here.
 	skip string
 }
@@ -52,20 +55,17 @@ type step struct {
 	// set changes the metric values of the twins.
 	set func(m twinMetrics)
 	// act changes the twins otherwise (e.g. marks a pod unready); it is
-	// called once per twin with that twin's Deployment name.
-	act func(ctx context.Context, ns, deployment string) error
+	// called once per twin with that twin's target name.
+	act func(ctx context.Context, p *profile, ns, target string) error
 	// settle is how long both must stay unchanged to count as settled;
-	// default settleDefault. Steps that wait out a stabilization window
-	// need longer.
+	// default the profile's settleDefault. Steps that wait out a
+	// stabilization window need longer.
 	settle time.Duration
 }
 
-// settleDefault outlasts the 15s legacy downscale stabilization by more
-// than a sync period, so a held-back scale-down is not taken as settled.
-const settleDefault = 22 * time.Second
-
 // twinMetrics sets values for both twins of one scenario.
 type twinMetrics struct {
+	p   *profile
 	ns  string
 	sel labels.Selector
 }
@@ -85,22 +85,22 @@ func quantities(vals []string) []*resource.Quantity {
 
 // cpu sets the cpu usage of container "app" by pod rank; "" is no sample.
 func (m twinMetrics) cpu(vals ...string) {
-	env.metrics.SetPodUsage(m.ns, m.sel, "app", corev1.ResourceCPU, quantities(vals)...)
+	m.p.metrics.SetPodUsage(m.ns, m.sel, "app", corev1.ResourceCPU, quantities(vals)...)
 }
 
 // containerCPU sets the cpu usage of another container by pod rank.
 func (m twinMetrics) containerCPU(container string, vals ...string) {
-	env.metrics.SetPodUsage(m.ns, m.sel, container, corev1.ResourceCPU, quantities(vals)...)
+	m.p.metrics.SetPodUsage(m.ns, m.sel, container, corev1.ResourceCPU, quantities(vals)...)
 }
 
 // memory sets the memory usage of container "app" by pod rank.
 func (m twinMetrics) memory(vals ...string) {
-	env.metrics.SetPodUsage(m.ns, m.sel, "app", corev1.ResourceMemory, quantities(vals)...)
+	m.p.metrics.SetPodUsage(m.ns, m.sel, "app", corev1.ResourceMemory, quantities(vals)...)
 }
 
 // pods sets a per-pod custom metric by pod rank; "" is no sample.
 func (m twinMetrics) pods(metric string, vals ...string) {
-	env.metrics.SetPodMetric(m.ns, m.sel, metric, quantities(vals)...)
+	m.p.metrics.SetPodMetric(m.ns, m.sel, metric, quantities(vals)...)
 }
 
 // object sets a metric of Service "front"; "" removes it.
@@ -109,21 +109,21 @@ func (m twinMetrics) object(metric, val string) {
 	if val != "" {
 		q = metricsserver.Q(val)
 	}
-	env.metrics.SetObjectMetric(m.ns, "services", "front", metric, q)
+	m.p.metrics.SetObjectMetric(m.ns, "services", "front", metric, q)
 }
 
 // external sets the series of an external metric, labelled series=a, b, ...
 // in order; no values removes the metric.
 func (m twinMetrics) external(metric string, vals ...string) {
 	if len(vals) == 0 {
-		env.metrics.SetExternalMetric(m.ns, metric, nil)
+		m.p.metrics.SetExternalMetric(m.ns, metric, nil)
 		return
 	}
 	series := make([]metricsserver.ExternalSeries, len(vals))
 	for i, v := range vals {
 		series[i] = metricsserver.ExternalSeries{Labels: map[string]string{"series": string(rune('a' + i))}, Value: *metricsserver.Q(v)}
 	}
-	env.metrics.SetExternalMetric(m.ns, metric, series)
+	m.p.metrics.SetExternalMetric(m.ns, metric, series)
 }
 
 // observation is what one controller decided, as its status and its
@@ -135,7 +135,7 @@ type observation struct {
 	Conditions []string
 	// Metrics is status.currentMetrics as JSON.
 	Metrics string
-	// DeploymentReplicas is the Deployment's spec.replicas.
+	// DeploymentReplicas is the target's spec.replicas.
 	DeploymentReplicas int32
 	// Desired are the distinct successive desiredReplicas seen during the
 	// step (a scale-up in stages shows each stage).
@@ -168,34 +168,36 @@ func formatStatus(st *autoscalingv2.HorizontalPodAutoscalerStatus) (observation,
 	return o, nil
 }
 
-// runScenario creates the twins, walks through the steps and compares.
-func runScenario(t *testing.T, sc scenario) {
-	if env.setupErr != nil {
-		t.Fatalf("environment: %v", env.setupErr)
+// runScenario creates the twins in profile p, walks through the steps and
+// compares.
+func runScenario(t *testing.T, p *profile, sc scenario) {
+	if p.skip != "" {
+		t.Skip(p.skip)
+	}
+	if p.setupErr != nil {
+		t.Fatalf("environment %s: %v", p.name, p.setupErr)
 	}
 	if sc.skip != "" {
 		t.Skip(sc.skip)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	h := env.h
+	h := p.h
 	ns := "c-" + sc.name
 	if err := h.EnsureNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	m := twinMetrics{ns: ns, sel: labels.SelectorFromSet(labels.Set{twinLabel: "yes"})}
+	m := twinMetrics{p: p, ns: ns, sel: labels.SelectorFromSet(labels.Set{twinLabel: "yes"})}
 	for _, name := range []string{oracleName, tidalName} {
-		d := harness.Deployment(ns, name, sc.replicas)
-		d.Spec.Template.Labels[twinLabel] = "yes"
-		if sc.pod != nil {
-			sc.pod(&d.Spec.Template.Spec)
-		}
-		if _, err := h.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		if err := createTarget(ctx, p, ns, name, sc.target, sc.replicas, sc.pod); err != nil {
 			t.Fatal(err)
 		}
 	}
+	if sc.target == scalableTarget {
+		go mirrorScalables(ctx, p, ns, oracleName, tidalName)
+	}
 	for _, name := range []string{oracleName, tidalName} {
-		if _, err := h.WaitDeploymentReady(ctx, ns, name, 90*time.Second); err != nil {
+		if err := waitTargetReady(ctx, p, ns, name, sc.target); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -211,15 +213,15 @@ func runScenario(t *testing.T, sc scenario) {
 	}
 	if first.act != nil {
 		for _, name := range []string{oracleName, tidalName} {
-			if err := first.act(ctx, ns, name); err != nil {
+			if err := first.act(ctx, p, ns, name); err != nil {
 				t.Fatalf("step 0 (%s): %v", first.name, err)
 			}
 		}
 	}
-	if err := createBystander(ctx, ns); err != nil {
+	if err := createBystander(ctx, p, ns); err != nil {
 		t.Fatal(err)
 	}
-	if err := createTwins(ctx, ns, sc.spec); err != nil {
+	if err := createTwins(ctx, p, ns, sc.spec, sc.target); err != nil {
 		t.Fatal(err)
 	}
 	// The desired replicas each settled on in the previous step: the next
@@ -231,12 +233,12 @@ func runScenario(t *testing.T, sc scenario) {
 		}
 		if i > 0 && st.act != nil {
 			for _, name := range []string{oracleName, tidalName} {
-				if err := st.act(ctx, ns, name); err != nil {
+				if err := st.act(ctx, p, ns, name); err != nil {
 					t.Fatalf("step %d (%s): %v", i, st.name, err)
 				}
 			}
 		}
-		oracle, tidal, err := settle(ctx, ns, cmp.Or(st.settle, settleDefault), prevO, prevT)
+		oracle, tidal, err := settle(ctx, p, ns, sc.target, cmp.Or(st.settle, p.settleDefault()), prevO, prevT)
 		if err != nil {
 			t.Fatalf("step %d (%s): %v", i, st.name, err)
 		}
@@ -247,42 +249,73 @@ func runScenario(t *testing.T, sc scenario) {
 			t.Logf("step %d (%s): both %s", i, st.name, oracle)
 		}
 	}
-	// The rescales were announced alike: the same SuccessfulRescale
-	// messages ("New size: N; reason: ..."). Events are written in the
-	// background, so both are given a few seconds to arrive.
-	var up, ti []string
-	err := harness.WaitReady(ctx, nil, "the same SuccessfulRescale events", 15*time.Second, func(ctx context.Context) error {
-		var err error
-		if up, err = rescales(ctx, ns, oracleName); err != nil {
-			return err
+	compareEvents(ctx, t, p, ns)
+}
+
+// compareEvents checks that both controllers announced the same rescales
+// (the SuccessfulRescale messages "New size: N; reason: ...") and raised
+// the same warnings (reason and message, object names made alike). Events
+// are written in the background, so both are given a few seconds.
+func compareEvents(ctx context.Context, t *testing.T, p *profile, ns string) {
+	t.Helper()
+	for _, kind := range []struct{ what, reason, typ string }{
+		{"SuccessfulRescale events", "SuccessfulRescale", ""},
+		{"Warning events", "", corev1.EventTypeWarning},
+	} {
+		var up, ti []string
+		err := harness.WaitReady(ctx, nil, "the same "+kind.what, 15*time.Second, func(ctx context.Context) error {
+			var err error
+			if up, err = events(ctx, p, ns, oracleName, kind.reason, kind.typ); err != nil {
+				return err
+			}
+			if ti, err = events(ctx, p, ns, tidalName, kind.reason, kind.typ); err != nil {
+				return err
+			}
+			if !slices.Equal(up, ti) {
+				return fmt.Errorf("upstream %q, tidal %q", up, ti)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("%s differ: %v", kind.what, err)
+		} else if len(up) > 0 {
+			t.Logf("%s alike: %q", kind.what, up)
 		}
-		if ti, err = rescales(ctx, ns, tidalName); err != nil {
-			return err
-		}
-		if !slices.Equal(up, ti) {
-			return fmt.Errorf("upstream %q, tidal %q", up, ti)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Errorf("rescale events differ: %v", err)
-	} else if len(up) > 0 {
-		t.Logf("rescale events alike: %q", up)
 	}
 }
 
-// rescales are the distinct messages of the SuccessfulRescale events of
-// the autoscaler name, sorted.
-func rescales(ctx context.Context, ns, name string) ([]string, error) {
-	list, err := env.h.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.name", name), fields.OneTermEqualSelector("reason", "SuccessfulRescale")).String(),
-	})
+// twinNames matches the names of a twin's target and pods in an event
+// message, which differ between the twins only by the twin's name.
+var twinNames = regexp.MustCompile(`\b(oracle|tidal)(-[a-z0-9]+)*\b`)
+
+// events are the distinct messages of the events of the autoscaler name
+// with the given reason and type (either may be empty for any), as
+// "Reason: message" with the twins' object names replaced, sorted.
+func events(ctx context.Context, p *profile, ns, name, reason, typ string) ([]string, error) {
+	// The twins' targets share the autoscalers' names; their controllers'
+	// events (FailedCreate, ...) are not compared.
+	kind := "HorizontalPodAutoscaler"
+	if name == tidalName {
+		kind = v1alpha1.Kind
+	}
+	sel := []fields.Selector{fields.OneTermEqualSelector("involvedObject.name", name), fields.OneTermEqualSelector("involvedObject.kind", kind)}
+	if reason != "" {
+		sel = append(sel, fields.OneTermEqualSelector("reason", reason))
+	}
+	if typ != "" {
+		sel = append(sel, fields.OneTermEqualSelector("type", typ))
+	}
+	list, err := p.h.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.AndSelectors(sel...).String()})
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, e := range list.Items {
-		out = append(out, e.Message)
+		msg := e.Message
+		if reason == "" {
+			msg = e.Reason + ": " + twinNames.ReplaceAllString(msg, "<twin>")
+		}
+		out = append(out, msg)
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
@@ -296,11 +329,11 @@ func rescales(ctx context.Context, ns, name string) ([]string, error) {
 // and get no metrics; it never scales (min = max = 1).
 const bystanderName = "bystander"
 
-func createBystander(ctx context.Context, ns string) error {
-	if _, err := env.h.Client.AppsV1().Deployments(ns).Create(ctx, harness.Deployment(ns, bystanderName, 1), metav1.CreateOptions{}); err != nil {
+func createBystander(ctx context.Context, p *profile, ns string) error {
+	if _, err := p.h.Client.AppsV1().Deployments(ns).Create(ctx, harness.Deployment(ns, bystanderName, 1), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create the bystander Deployment: %w", err)
 	}
-	return harness.CreateHorizontalAutoscaler(ctx, env.dyn, &v1alpha1.HorizontalAutoscaler{
+	return harness.CreateHorizontalAutoscaler(ctx, p.dyn, &v1alpha1.HorizontalAutoscaler{
 		ObjectMeta: metav1.ObjectMeta{Name: bystanderName, Namespace: ns},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: bystanderName},
@@ -310,15 +343,13 @@ func createBystander(ctx context.Context, ns string) error {
 	})
 }
 
-// createTwins creates the native HPA on the oracle Deployment and the
+// createTwins creates the native HPA on the oracle target and the
 // HorizontalAutoscaler on the tidal one, with the same spec.
-func createTwins(ctx context.Context, ns string, spec autoscalingv2.HorizontalPodAutoscalerSpec) error {
-	target := func(name string) autoscalingv2.CrossVersionObjectReference {
-		return autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: name}
-	}
+func createTwins(ctx context.Context, p *profile, ns string, spec autoscalingv2.HorizontalPodAutoscalerSpec, k targetKind) error {
+	target := k.ref
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: oracleName, Namespace: ns}, Spec: *spec.DeepCopy()}
 	hpa.Spec.ScaleTargetRef = target(oracleName)
-	if _, err := env.h.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, hpa, metav1.CreateOptions{}); err != nil {
+	if _, err := p.h.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, hpa, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create the native HPA: %w", err)
 	}
 	ha := &v1alpha1.HorizontalAutoscaler{
@@ -327,19 +358,19 @@ func createTwins(ctx context.Context, ns string, spec autoscalingv2.HorizontalPo
 		Spec:       *spec.DeepCopy(),
 	}
 	ha.Spec.ScaleTargetRef = target(tidalName)
-	return harness.CreateHorizontalAutoscaler(ctx, env.dyn, ha)
+	return harness.CreateHorizontalAutoscaler(ctx, p.dyn, ha)
 }
 
-// observe reads both controllers' status and Deployments.
-func observe(ctx context.Context, ns string) (oracle, tidal observation, err error) {
-	hpa, err := env.h.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, oracleName, metav1.GetOptions{})
+// observe reads both controllers' status and targets.
+func observe(ctx context.Context, p *profile, ns string, k targetKind) (oracle, tidal observation, err error) {
+	hpa, err := p.h.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, oracleName, metav1.GetOptions{})
 	if err != nil {
 		return oracle, tidal, err
 	}
 	if oracle, err = formatStatus(&hpa.Status); err != nil {
 		return oracle, tidal, err
 	}
-	u, err := env.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).Get(ctx, tidalName, metav1.GetOptions{})
+	u, err := p.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).Get(ctx, tidalName, metav1.GetOptions{})
 	if err != nil {
 		return oracle, tidal, err
 	}
@@ -354,11 +385,9 @@ func observe(ctx context.Context, ns string) (oracle, tidal observation, err err
 		name string
 		obs  *observation
 	}{{oracleName, &oracle}, {tidalName, &tidal}} {
-		d, err := env.h.Client.AppsV1().Deployments(ns).Get(ctx, o.name, metav1.GetOptions{})
-		if err != nil {
+		if o.obs.DeploymentReplicas, err = targetReplicas(ctx, p, ns, o.name, k); err != nil {
 			return oracle, tidal, err
 		}
-		o.obs.DeploymentReplicas = ptr.Deref(d.Spec.Replicas, 1)
 	}
 	return oracle, tidal, nil
 }
@@ -369,7 +398,7 @@ func observe(ctx context.Context, ns string) (oracle, tidal observation, err err
 // previous step (nil before the first): each sequence starts there, so
 // whether the first poll still sees that value (a controller has not yet
 // reconciled since the step's change) is timing and does not count.
-func settle(ctx context.Context, ns string, quiet time.Duration, prevO, prevT *int32) (oracle, tidal observation, err error) {
+func settle(ctx context.Context, p *profile, ns string, k targetKind, quiet time.Duration, prevO, prevT *int32) (oracle, tidal observation, err error) {
 	const timeout = 3 * time.Minute
 	deadline := time.Now().Add(timeout)
 	var seqO, seqT []int32
@@ -379,7 +408,7 @@ func settle(ctx context.Context, ns string, quiet time.Duration, prevO, prevT *i
 	var lastO, lastT observation
 	changed := time.Now()
 	for first := true; ; first = false {
-		o, tw, err := observe(ctx, ns)
+		o, tw, err := observe(ctx, p, ns, k)
 		if err != nil {
 			return o, tw, err
 		}
@@ -420,57 +449,4 @@ func appendDistinct(seq []int32, v int32) []int32 {
 		return seq
 	}
 	return append(seq, v)
-}
-
-// markFirstPodUnready sets Ready=False on the twin's pod of rank 0, as a
-// failing readiness probe would; kwok leaves a Running pod's conditions
-// alone.
-func markFirstPodUnready(ctx context.Context, ns, deployment string) error {
-	list, err := env.h.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + deployment})
-	if err != nil {
-		return err
-	}
-	pods := make([]*corev1.Pod, 0, len(list.Items))
-	for i := range list.Items {
-		pods = append(pods, &list.Items[i])
-	}
-	ranks := metricsserver.Rank(pods)
-	for _, p := range pods {
-		if ranks[p.UID] != 0 {
-			continue
-		}
-		p = p.DeepCopy()
-		for i, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
-				p.Status.Conditions[i].Status = corev1.ConditionFalse
-				p.Status.Conditions[i].LastTransitionTime = metav1.Now()
-			}
-		}
-		_, err := env.h.Client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-		return err
-	}
-	return fmt.Errorf("no pod of %s/%s", ns, deployment)
-}
-
-// addPendingPod adds a pod matched by the twin's selector that no node
-// can run, so it stays Pending. No ReplicaSet adopts it: their selectors
-// also name the pod-template-hash.
-func addPendingPod(ctx context.Context, ns, deployment string) error {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: deployment + "-pending", Namespace: ns,
-			Labels: map[string]string{"app": deployment, twinLabel: "yes"},
-		},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name: "app", Image: "fake-app:latest",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
-				}},
-			}},
-			NodeSelector: map[string]string{"type": "no-such-node"},
-		},
-	}
-	_, err := env.h.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-	return err
 }

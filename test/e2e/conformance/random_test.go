@@ -1,0 +1,248 @@
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Random scenarios: seeded, so that a failing one is replayed exactly.
+// TIDAL_CONFORMANCE_RANDOM is how many (default 3; `make conformance-random`
+// runs more), TIDAL_CONFORMANCE_SEED the first seed (default: the clock);
+// scenario i uses seed+i and is named random-<its seed>. To replay one:
+// TIDAL_CONFORMANCE_SEED=<its seed> TIDAL_CONFORMANCE_RANDOM=1.
+const (
+	randomCountEnv = "TIDAL_CONFORMANCE_RANDOM"
+	randomSeedEnv  = "TIDAL_CONFORMANCE_SEED"
+)
+
+func TestRandomScenarios(t *testing.T) {
+	p := baseProfile
+	count, seed, err := randomSettings(os.Getenv(randomCountEnv), os.Getenv(randomSeedEnv), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d random scenarios from seed %d; replay one with %s=<its seed> %s=1", count, seed, randomSeedEnv, randomCountEnv)
+	for i := range count {
+		sc := randomScenario(seed + uint64(i))
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			t.Logf("scenario: %s", describe(sc))
+			runScenario(t, p, sc)
+			if t.Failed() {
+				t.Logf("replay: %s=%d %s=1 go test ./test/e2e/conformance -run 'TestRandomScenarios/%s$'", randomSeedEnv, seed+uint64(i), randomCountEnv, sc.name)
+			}
+		})
+	}
+}
+
+// randomSettings reads the count and the first seed.
+func randomSettings(count, seed string, now time.Time) (int, uint64, error) {
+	n := 3
+	if count != "" {
+		v, err := strconv.Atoi(count)
+		if err != nil || v < 0 {
+			return 0, 0, fmt.Errorf("%s=%q: want a count, 0 or more", randomCountEnv, count)
+		}
+		n = v
+	}
+	s := uint64(now.UnixNano()) % 1_000_000_000
+	if seed != "" {
+		v, err := strconv.ParseUint(seed, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s=%q: want an unsigned integer", randomSeedEnv, seed)
+		}
+		s = v
+	}
+	return n, s, nil
+}
+
+// describe is a scenario as text: the spec as JSON and the step names,
+// which carry the values set.
+func describe(sc scenario) string {
+	spec, _ := json.Marshal(sc.spec)
+	var steps []string
+	for _, st := range sc.steps {
+		steps = append(steps, st.name)
+	}
+	return fmt.Sprintf("replicas %d, spec %s, steps [%s]", sc.replicas, spec, strings.Join(steps, "; "))
+}
+
+// randomMetric is one kind of metric a random scenario may use: its spec
+// for a target level, and how to set a value relative to that level.
+type randomMetric struct {
+	kind string
+	// spec is the metric spec.
+	spec autoscalingv2.MetricSpec
+	// set returns a step setting usage at factor x the target, per pod rank
+	// where the metric is per pod ("" is a missing sample).
+	set func(factors []float64) step
+}
+
+// per-pod values as quantities of the unit.
+func scaled(base float64, unit string, factors []float64) []string {
+	out := make([]string, len(factors))
+	for i, f := range factors {
+		if f < 0 {
+			continue // missing
+		}
+		out[i] = strconv.FormatInt(int64(base*f+0.5), 10) + unit
+	}
+	return out
+}
+
+func randomMetrics(r *rand.Rand) randomMetric {
+	// Targets: cpu requests are 100m per pod (harness.Deployment).
+	switch r.IntN(8) {
+	case 0:
+		pct := int32(30 + 10*r.IntN(5))
+		return randomMetric{kind: "cpu-utilization", spec: resourceMetric(corev1.ResourceCPU, utilization(pct)), set: func(f []float64) step {
+			v := scaled(float64(pct), "m", f)
+			return cpuStep("cpu "+strings.Join(v, ","), v...)
+		}}
+	case 1:
+		return randomMetric{kind: "cpu-average-value", spec: resourceMetric(corev1.ResourceCPU, averageValue("60m")), set: func(f []float64) step {
+			v := scaled(60, "m", f)
+			return cpuStep("cpu "+strings.Join(v, ","), v...)
+		}}
+	case 2:
+		return randomMetric{kind: "memory-utilization", spec: resourceMetric(corev1.ResourceMemory, utilization(50)), set: func(f []float64) step {
+			v := scaled(32, "Mi", f)
+			return setStep("memory "+strings.Join(v, ","), func(m twinMetrics) { m.memory(v...) })
+		}}
+	case 3:
+		return randomMetric{kind: "container-cpu-utilization", spec: containerMetric(corev1.ResourceCPU, "app", utilization(50)), set: func(f []float64) step {
+			v := scaled(50, "m", f)
+			return cpuStep("cpu "+strings.Join(v, ","), v...)
+		}}
+	case 4:
+		return randomMetric{kind: "pods", spec: podsMetric("qps", averageValue("10")), set: func(f []float64) step {
+			v := scaled(10, "", f)
+			return setStep("qps "+strings.Join(v, ","), func(m twinMetrics) { m.pods("qps", v...) })
+		}}
+	case 5:
+		return randomMetric{kind: "object-value", spec: objectMetric("rps", value("100")), set: func(f []float64) step {
+			v := scaled(100, "", f[:1])[0]
+			return setStep("rps "+v, func(m twinMetrics) { m.object("rps", v) })
+		}}
+	case 6:
+		return randomMetric{kind: "object-average-value", spec: objectMetric("rps", averageValue("50")), set: func(f []float64) step {
+			v := scaled(150, "", f[:1])[0] // three pods' worth at 1x
+			return setStep("rps "+v, func(m twinMetrics) { m.object("rps", v) })
+		}}
+	default:
+		return randomMetric{kind: "external-value", spec: externalMetric("queue", nil, value("20")), set: func(f []float64) step {
+			v := scaled(20, "", f[:1])[0]
+			return setStep("queue "+v, func(m twinMetrics) { m.external("queue", v) })
+		}}
+	}
+}
+
+// factors near and far from the target, including the tolerance's edges.
+var randomFactors = []float64{0.1, 0.3, 0.5, 0.85, 0.9, 0.95, 1, 1.05, 1.1, 1.2, 1.5, 2, 3}
+
+func randomBehaviorRules(r *rand.Rand) *autoscalingv2.HPAScalingRules {
+	if r.IntN(3) == 0 {
+		return nil // the default for that direction
+	}
+	rules := &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(int32(r.IntN(3) * 3))}
+	for range 1 + r.IntN(2) {
+		if r.IntN(2) == 0 {
+			rules.Policies = append(rules.Policies, policy(autoscalingv2.PodsScalingPolicy, int32(1+r.IntN(3)), int32(5*(1+r.IntN(3)))))
+		} else {
+			rules.Policies = append(rules.Policies, policy(autoscalingv2.PercentScalingPolicy, int32(25*(1+r.IntN(4))), int32(5*(1+r.IntN(3)))))
+		}
+	}
+	sel := []autoscalingv2.ScalingPolicySelect{autoscalingv2.MaxChangePolicySelect, autoscalingv2.MinChangePolicySelect,
+		autoscalingv2.MaxChangePolicySelect, autoscalingv2.DisabledPolicySelect}
+	rules.SelectPolicy = selectPolicy(sel[r.IntN(len(sel))])
+	return rules
+}
+
+// randomScenario is the scenario of one seed: one metric (sometimes a
+// second), a size range, maybe a behavior, and two or three steps of
+// values around the target (a missing sample now and then; the oldest pod
+// unready in a step now and then).
+func randomScenario(seed uint64) scenario {
+	r := rand.New(rand.NewPCG(seed, 0x7469_6461_6c))
+	primary := randomMetrics(r)
+	metrics := []autoscalingv2.MetricSpec{primary.spec}
+	var second *randomMetric
+	if r.IntN(4) == 0 {
+		m := randomMetrics(r)
+		if m.kind != primary.kind && !(strings.Contains(m.kind, "cpu") && strings.Contains(primary.kind, "cpu")) {
+			second = &m
+			metrics = append(metrics, m.spec)
+		}
+	}
+	minR := int32(1 + r.IntN(2))
+	maxR := minR + int32(2+r.IntN(6))
+	replicas := minR + int32(r.IntN(int(maxR-minR)+1))
+	spec := hpaSpec(minR, maxR, metrics...)
+	if r.IntN(2) == 0 {
+		spec = withBehavior(spec, autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: randomBehaviorRules(r), ScaleDown: randomBehaviorRules(r)})
+	}
+	sc := scenario{name: fmt.Sprintf("random-%d", seed), replicas: replicas, spec: spec}
+	for i := range 2 + r.IntN(2) {
+		factors := make([]float64, 1+r.IntN(3))
+		for j := range factors {
+			factors[j] = randomFactors[r.IntN(len(randomFactors))]
+			if j > 0 && r.IntN(6) == 0 {
+				factors[j] = -1 // a pod without a sample
+			}
+		}
+		st := primary.set(factors)
+		if second != nil {
+			st2 := second.set([]float64{randomFactors[r.IntN(len(randomFactors))]})
+			set1, set2 := st.set, st2.set
+			st = step{name: st.name + ", " + st2.name, set: func(m twinMetrics) { set1(m); set2(m) }}
+		}
+		if i > 0 && strings.Contains(primary.kind, "cpu") && r.IntN(5) == 0 {
+			st.name += ", oldest pod unready"
+			st.act = markFirstPodUnready
+		}
+		sc.steps = append(sc.steps, st)
+	}
+	return sc
+}
+
+// TestRandomScenarioIsReplayable: a seed gives the same scenario every
+// time, and seeds differ.
+func TestRandomScenarioIsReplayable(t *testing.T) {
+	for seed := range uint64(50) {
+		a, b := describe(randomScenario(seed)), describe(randomScenario(seed))
+		if a != b {
+			t.Fatalf("seed %d gave two scenarios:\n%s\n%s", seed, a, b)
+		}
+	}
+	if describe(randomScenario(1)) == describe(randomScenario(2)) {
+		t.Error("seeds 1 and 2 gave the same scenario")
+	}
+	for _, tt := range []struct {
+		name, count, seed string
+		wantN             int
+		wantSeed          uint64
+		wantErr           bool
+	}{
+		{name: "defaults", wantN: 3, wantSeed: 123},
+		{name: "given", count: "7", seed: "42", wantN: 7, wantSeed: 42},
+		{name: "bad count", count: "x", wantErr: true},
+		{name: "bad seed", seed: "-1", wantErr: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n, s, err := randomSettings(tt.count, tt.seed, time.Unix(0, 123))
+			if (err != nil) != tt.wantErr || (!tt.wantErr && (n != tt.wantN || s != tt.wantSeed)) {
+				t.Errorf("got %d %d %v", n, s, err)
+			}
+		})
+	}
+}
