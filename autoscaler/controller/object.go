@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
-	"github.com/tidal-autoscaler/tidal/internal/jsonmeta"
+	"github.com/tidal-autoscaler/tidal/autoscaler/internal/jsonmeta"
 )
 
 // fieldManager names the autoscaler in managedFields of what it writes.
