@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
 )
 
@@ -66,7 +67,7 @@ func (r *reconciler) computeMetrics(ctx context.Context, obj Object, key string,
 			res.statuses[i] = st
 		}
 		res.outcomes[i] = out
-		r.monitor.observeMetricComputation(metricAction(out, obj.HPAStatus().CurrentReplicas), metricErrorLabel(out), time.Since(start), spec.Type)
+		r.monitor.ObserveMetricComputation(metricAction(out, obj.HPAStatus().CurrentReplicas), metricErrorLabel(out), time.Since(start), spec.Type)
 	}
 	res.combined = decision.Combine(sc.Spec.Replicas, res.outcomes)
 	return res
@@ -75,23 +76,23 @@ func (r *reconciler) computeMetrics(ctx context.Context, obj Object, key string,
 func metricAction(o decision.MetricOutcome, statusCurrent int32) string {
 	switch {
 	case !o.Valid():
-		return actionNone
+		return monitor.ActionNone
 	case o.Replicas > statusCurrent:
-		return actionScaleUp
+		return monitor.ActionScaleUp
 	case o.Replicas < statusCurrent:
-		return actionScaleDown
+		return monitor.ActionScaleDown
 	}
-	return actionNone
+	return monitor.ActionNone
 }
 
 func metricErrorLabel(o decision.MetricOutcome) string {
 	switch {
 	case o.Valid():
-		return errorNone
+		return monitor.ErrorNone
 	case o.EventReason == "InvalidMetricSourceType":
-		return errorSpec
+		return monitor.ErrorSpec
 	}
-	return errorInternal
+	return monitor.ErrorInternal
 }
 
 // validateSelector parses the scale's selector, records it for overlap

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 )
 
 // Options are what New needs. Everything but Clock and Monitor is
@@ -49,7 +50,7 @@ type Options struct {
 	// (--horizontal-pod-autoscaler-sync-period).
 	SyncPeriod time.Duration
 	// Monitor records the controller's metrics; nil: an unregistered one.
-	Monitor *Monitor
+	Monitor *monitor.Monitor
 	// Clock is the time source; nil: the real clock.
 	Clock clock.PassiveClock
 	// Handover tells this controller, when it starts, until when the
@@ -98,7 +99,7 @@ func New(o Options) (*Controller, error) {
 		return nil, fmt.Errorf("indexing pods by label: %w", err)
 	}
 	if o.Monitor == nil {
-		o.Monitor, _ = NewMonitor(nil)
+		o.Monitor, _ = monitor.New(nil)
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -115,7 +116,7 @@ func New(o Options) (*Controller, error) {
 			clock: o.Clock, history: newHistoryStore(refresh), selectors: newSelectorTracker(),
 		},
 		queue: workqueue.NewTypedDelayingQueueWithConfig(
-			workqueue.TypedDelayingQueueConfig[string]{Name: "tidal-autoscaler", MetricsProvider: o.Monitor.queue},
+			workqueue.TypedDelayingQueueConfig[string]{Name: "tidal-autoscaler", MetricsProvider: o.Monitor.Queue()},
 		),
 		cadence: newCadence(),
 		period:  o.SyncPeriod,
@@ -242,7 +243,7 @@ func (c *Controller) add(obj any) {
 	}
 	ns, _, _ := cache.SplitMetaNamespaceKey(key)
 	if c.r.selectors.putIfAbsent(ns, key, labels.Nothing()) {
-		c.r.monitor.autoscalerAdded()
+		c.r.monitor.AutoscalerAdded()
 	}
 	c.scheduleAt(key, c.r.clock.Now())
 }
@@ -271,8 +272,8 @@ func (c *Controller) delete(obj any) {
 	c.cadence.forget(key)
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
 	if c.r.selectors.delete(ns, key) {
-		c.r.monitor.autoscalerDeleted()
+		c.r.monitor.AutoscalerDeleted()
 	}
 	c.r.history.forget(key)
-	c.r.monitor.forget(ns, name)
+	c.r.monitor.Forget(ns, name)
 }

@@ -20,11 +20,40 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 )
+
+// metricValue is the value of the counter or gauge name whose labels are
+// labels in reg; 0 when there is none.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	must(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if labels[l.GetName()] != l.GetValue() {
+					continue metrics
+				}
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
+}
 
 // TestRunReconcilesNativeHPAs drives the whole controller: informers, the
 // queue, a worker, the scale update and the status write.
@@ -56,13 +85,13 @@ func TestRunReconcilesNativeHPAs(t *testing.T) {
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{appsv1.SchemeGroupVersion})
 	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
 	reg := prometheus.NewRegistry()
-	monitor, err := NewMonitor(reg)
+	mon, err := monitor.New(reg)
 	must(t, err)
 	ctrl, err := New(Options{
 		Source: NativeSource(factory, kube.AutoscalingV2()), Pods: factory.Core().V1().Pods(),
 		Scales: scales, Mapper: mapper,
 		Metrics:  NewRESTMetricsClient(resourceMetricsFake(w).MetricsV1beta1(), customMetricsFake(w), externalMetricsFake(w)),
-		Recorder: record.NewFakeRecorder(100), Decision: decision.DefaultConfig(), SyncPeriod: time.Hour, Monitor: monitor,
+		Recorder: record.NewFakeRecorder(100), Decision: decision.DefaultConfig(), SyncPeriod: time.Hour, Monitor: mon,
 	})
 	must(t, err)
 
@@ -85,7 +114,7 @@ func TestRunReconcilesNativeHPAs(t *testing.T) {
 		must(t, err)
 		// The reconcile records its metrics after the status write: wait
 		// for both, or the check below races it.
-		reconciled := testutil.ToFloat64(monitor.reconciliations.WithLabelValues(actionScaleUp, errorNone)) >= 1
+		reconciled := metricValue(t, reg, "tidal_autoscaler_reconciliations_total", map[string]string{"action": monitor.ActionScaleUp, "error": monitor.ErrorNone}) >= 1
 		if got.Status.DesiredReplicas == 5 && reconciled {
 			break
 		}
@@ -100,13 +129,13 @@ func TestRunReconcilesNativeHPAs(t *testing.T) {
 	if n := scaled.Load(); n != 5 {
 		t.Errorf("scaled to %d, want 5", n)
 	}
-	if got := testutil.ToFloat64(monitor.reconciliations.WithLabelValues(actionScaleUp, errorNone)); got != 1 {
+	if got := metricValue(t, reg, "tidal_autoscaler_reconciliations_total", map[string]string{"action": monitor.ActionScaleUp, "error": monitor.ErrorNone}); got != 1 {
 		t.Errorf("reconciliations_total{scale_up,none} = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(monitor.desiredReplicas.WithLabelValues(ns, "web")); got != 5 {
+	if got := metricValue(t, reg, "tidal_autoscaler_desired_replicas", map[string]string{"namespace": ns, "hpa_name": "web"}); got != 5 {
 		t.Errorf("desired_replicas = %v, want 5", got)
 	}
-	if got := testutil.ToFloat64(monitor.autoscalers); got != 1 {
+	if got := metricValue(t, reg, "tidal_autoscaler_autoscalers", nil); got != 1 {
 		t.Errorf("autoscalers = %v, want 1", got)
 	}
 	mfs, err := reg.Gather()

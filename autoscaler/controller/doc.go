@@ -7,7 +7,7 @@
 // reconciler (scale subresource, status, conditions, events) -> metric
 // computation (package replicas arithmetic over a pod lister and a
 // MetricsClient) -> package decision (branching, combination,
-// normalization). Monitor is the controller's own Prometheus metrics.
+// normalization). Package monitor is the controller's own Prometheus metrics.
 //
 // Both modes share the reconciler through Source (list, get and write the
 // objects of one kind) and Object (spec and status of one object).

@@ -20,6 +20,7 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 )
 
 // errSpec marks errors caused by the autoscaler's spec (label error=spec);
@@ -48,7 +49,7 @@ type reconciler struct {
 	scales    *scaler
 	metrics   MetricsClient
 	recorder  record.EventRecorder
-	monitor   *Monitor
+	monitor   *monitor.Monitor
 	cfg       decision.Config
 	clock     clock.PassiveClock
 	history   *historyStore
@@ -88,17 +89,17 @@ type step struct {
 }
 
 func (r *reconciler) reconcile(ctx context.Context, obj Object, key string) (retErr error) {
-	action := actionNone
+	action := monitor.ActionNone
 	start := r.clock.Now()
 	defer func() {
-		label := errorNone
+		label := monitor.ErrorNone
 		switch {
 		case errors.Is(retErr, errSpec):
-			label = errorSpec
+			label = monitor.ErrorSpec
 		case retErr != nil:
-			label = errorInternal
+			label = monitor.ErrorInternal
 		}
-		r.monitor.observeReconciliation(action, label, r.clock.Since(start))
+		r.monitor.ObserveReconciliation(action, label, r.clock.Since(start))
 	}()
 
 	spec := obj.HPASpec()
@@ -201,9 +202,9 @@ func (r *reconciler) reconcile(ctx context.Context, obj Object, key string) (ret
 		klog.FromContext(ctx).Info("Successfully rescaled", "kind", r.source.Kind(), "autoscaler", klog.KObj(obj),
 			"currentReplicas", current, "desiredReplicas", desired, "reason", d.Reason)
 		scaledAt = &s.now
-		action = actionScaleDown
+		action = monitor.ActionScaleDown
 		if desired > current {
-			action = actionScaleUp
+			action = monitor.ActionScaleUp
 		}
 	} else {
 		klog.FromContext(ctx).V(4).Info("Decided not to scale", "kind", r.source.Kind(), "autoscaler", klog.KObj(obj),
@@ -211,7 +212,7 @@ func (r *reconciler) reconcile(ctx context.Context, obj Object, key string) (ret
 	}
 
 	setStatus(obj, current, desired, statuses, scaledAt)
-	r.monitor.observeDesiredReplicas(obj.GetNamespace(), obj.GetName(), desired)
+	r.monitor.ObserveDesiredReplicas(obj.GetNamespace(), obj.GetName(), desired)
 	if err := r.writeStatus(ctx, s, explain(metrics, current, desired, mr, d)); err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 )
 
 // Mode selects the objects to reconcile.
@@ -154,7 +155,7 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 		return nil, fmt.Errorf("unknown mode %q", c.Mode)
 	}
 
-	monitor, err := NewMonitor(c.Registerer)
+	mon, err := monitor.New(c.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("registering the controller metrics: %w", err)
 	}
@@ -170,7 +171,7 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 		Source: source, Pods: factory.Core().V1().Pods(),
 		Scales: scales, Mapper: mapper, ScaleCache: scaleCache,
 		Metrics:  NewRESTMetricsClient(resourceMetrics.MetricsV1beta1(), customMetrics, externalMetrics),
-		Decision: c.Decision, SyncPeriod: c.SyncPeriod, Monitor: monitor,
+		Decision: c.Decision, SyncPeriod: c.SyncPeriod, Monitor: mon,
 		Handover: c.Handover,
 	}
 	if c.SyncPeriod <= 0 {

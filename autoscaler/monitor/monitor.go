@@ -1,22 +1,28 @@
-package controller
+// Package monitor is the autoscaler's own metrics, the equivalent of
+// upstream's horizontal_pod_autoscaler_controller_* metrics under
+// tidal_autoscaler_*, and its work queue's metrics under the names client-go
+// gives them in kube-controller-manager. All are client_golang collectors,
+// registered with the Registerer given to New.
+package monitor
 
 import (
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Label values, as upstream's HPA controller monitor uses them.
+// Label values of action and error, as upstream's HPA controller monitor uses them.
 const (
-	actionScaleUp   = "scale_up"
-	actionScaleDown = "scale_down"
-	actionNone      = "none"
+	ActionScaleUp   = "scale_up"
+	ActionScaleDown = "scale_down"
+	ActionNone      = "none"
 
-	errorSpec     = "spec"
-	errorInternal = "internal"
-	errorNone     = "none"
+	ErrorSpec     = "spec"
+	ErrorInternal = "internal"
+	ErrorNone     = "none"
 )
 
 // Monitor is the controller's own metrics, the equivalent of upstream's
@@ -33,9 +39,9 @@ type Monitor struct {
 	queue *queueMetrics
 }
 
-// NewMonitor creates the metrics and registers them with reg (nil: not
+// New creates the metrics and registers them with reg (nil: not
 // registered, e.g. in tests that do not look at them).
-func NewMonitor(reg prometheus.Registerer) (*Monitor, error) {
+func New(reg prometheus.Registerer) (*Monitor, error) {
 	const ns, sub = "tidal", "autoscaler"
 	buckets := prometheus.ExponentialBuckets(0.001, 2, 15)
 	m := &Monitor{
@@ -79,24 +85,31 @@ func NewMonitor(reg prometheus.Registerer) (*Monitor, error) {
 	return m, nil
 }
 
-func (m *Monitor) observeReconciliation(action, errLabel string, d time.Duration) {
+// Queue is the work queue's metrics provider (workqueue_* metrics).
+func (m *Monitor) Queue() workqueue.MetricsProvider { return m.queue }
+
+// ObserveReconciliation records one reconciliation.
+func (m *Monitor) ObserveReconciliation(action, errLabel string, d time.Duration) {
 	m.reconciliations.WithLabelValues(action, errLabel).Inc()
 	m.reconciliationDuration.WithLabelValues(action, errLabel).Observe(d.Seconds())
 }
 
-func (m *Monitor) observeMetricComputation(action, errLabel string, d time.Duration, t autoscalingv2.MetricSourceType) {
+// ObserveMetricComputation records the computation of one metric of type t.
+func (m *Monitor) ObserveMetricComputation(action, errLabel string, d time.Duration, t autoscalingv2.MetricSourceType) {
 	m.metricComputations.WithLabelValues(action, errLabel, string(t)).Inc()
 	m.metricComputationDuration.WithLabelValues(action, errLabel, string(t)).Observe(d.Seconds())
 }
 
-func (m *Monitor) autoscalerAdded()   { m.autoscalers.Inc() }
-func (m *Monitor) autoscalerDeleted() { m.autoscalers.Dec() }
+// AutoscalerAdded and AutoscalerDeleted count the known autoscalers.
+func (m *Monitor) AutoscalerAdded()   { m.autoscalers.Inc() }
+func (m *Monitor) AutoscalerDeleted() { m.autoscalers.Dec() }
 
-func (m *Monitor) observeDesiredReplicas(namespace, name string, n int32) {
+// ObserveDesiredReplicas records an autoscaler's desired replica count.
+func (m *Monitor) ObserveDesiredReplicas(namespace, name string, n int32) {
 	m.desiredReplicas.WithLabelValues(namespace, name).Set(float64(n))
 }
 
-// forget drops the per-object series of a deleted autoscaler.
-func (m *Monitor) forget(namespace, name string) {
+// Forget drops the per-object series of a deleted autoscaler.
+func (m *Monitor) Forget(namespace, name string) {
 	m.desiredReplicas.DeleteLabelValues(namespace, name)
 }

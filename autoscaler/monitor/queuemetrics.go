@@ -1,4 +1,4 @@
-package controller
+package monitor
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
