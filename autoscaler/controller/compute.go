@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
@@ -118,14 +119,14 @@ func (r *reconciler) validateSelector(obj Object, key, selector string) (labels.
 		return nil, nil, fatal(&c, errors.New(msg))
 	}
 	ns := obj.GetNamespace()
-	if !r.selectors.putIfPresent(ns, key, sel) {
+	if !r.selectors.PutIfPresent(ns, key, sel) {
 		return nil, nil, fatal(nil, fmt.Errorf("HPA %s was deleted during reconciliation", key))
 	}
-	pods, err := selectPods(r.pods, ns, sel)
+	pods, err := clustercache.SelectPods(r.pods, ns, sel)
 	if err != nil {
 		return nil, nil, fatal(nil, err)
 	}
-	if others := r.selectors.matching(ns, pods, 2); len(others) > 1 {
+	if others := r.selectors.Matching(ns, pods, 2); len(others) > 1 {
 		msg := decision.AmbiguousSelectorMessage(selector, others)
 		r.recorder.Event(obj.Runtime(), corev1.EventTypeWarning, "AmbiguousSelector", msg)
 		c := decision.AmbiguousSelector(msg)

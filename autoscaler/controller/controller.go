@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 )
@@ -41,7 +42,7 @@ type Options struct {
 	Metrics MetricsClient
 	// ScaleCache answers the scale of built-in workload kinds; nil: every
 	// scale is read with GET /scale.
-	ScaleCache *ScaleCache
+	ScaleCache *clustercache.ScaleCache
 	// Recorder records events on the autoscalers.
 	Recorder record.EventRecorder
 	// Decision is the kube-controller-manager tuning (flags and gates).
@@ -95,7 +96,7 @@ func New(o Options) (*Controller, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if err := o.Pods.Informer().AddIndexers(cache.Indexers{podLabelIndex: podLabelIndexFunc}); err != nil {
+	if err := o.Pods.Informer().AddIndexers(clustercache.PodIndexers()); err != nil {
 		return nil, fmt.Errorf("indexing pods by label: %w", err)
 	}
 	if o.Monitor == nil {
@@ -113,7 +114,7 @@ func New(o Options) (*Controller, error) {
 		r: &reconciler{
 			source: o.Source, pods: o.Pods.Informer().GetIndexer(), scales: &scaler{scales: o.Scales, mapper: o.Mapper, cache: o.ScaleCache},
 			metrics: o.Metrics, recorder: o.Recorder, monitor: o.Monitor, cfg: o.Decision,
-			clock: o.Clock, history: newHistoryStore(refresh), selectors: newSelectorTracker(),
+			clock: o.Clock, history: newHistoryStore(refresh), selectors: clustercache.NewSelectorTracker(),
 		},
 		queue: workqueue.NewTypedDelayingQueueWithConfig(
 			workqueue.TypedDelayingQueueConfig[string]{Name: "tidal-autoscaler", MetricsProvider: o.Monitor.Queue()},
@@ -207,7 +208,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 // sharesNamespace reports whether several autoscalers use namespace: they
 // share its PodMetrics list and come due on its beat.
 func (c *Controller) sharesNamespace(namespace string) bool {
-	return c.r.selectors.count(namespace) > 1
+	return c.r.selectors.Count(namespace) > 1
 }
 
 // scheduleAt queues key for t: at once when t is not in the future. A key
@@ -242,7 +243,7 @@ func (c *Controller) add(obj any) {
 		return
 	}
 	ns, _, _ := cache.SplitMetaNamespaceKey(key)
-	if c.r.selectors.putIfAbsent(ns, key, labels.Nothing()) {
+	if c.r.selectors.PutIfAbsent(ns, key, labels.Nothing()) {
 		c.r.monitor.AutoscalerAdded()
 	}
 	c.scheduleAt(key, c.r.clock.Now())
@@ -271,7 +272,7 @@ func (c *Controller) delete(obj any) {
 	}
 	c.cadence.forget(key)
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
-	if c.r.selectors.delete(ns, key) {
+	if c.r.selectors.Delete(ns, key) {
 		c.r.monitor.AutoscalerDeleted()
 	}
 	c.r.history.forget(key)

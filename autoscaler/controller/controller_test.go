@@ -203,7 +203,7 @@ func TestDeleteForgetsTheObject(t *testing.T) {
 	if n := f.ctrl.r.history.len(); n != 0 {
 		t.Errorf("history entries after delete = %d, want 0", n)
 	}
-	if got := f.ctrl.r.selectors.matching(ns, pods(1000), 0); len(got) != 0 {
+	if got := f.ctrl.r.selectors.Matching(ns, pods(1000), 0); len(got) != 0 {
 		t.Errorf("selectors still match %v", got)
 	}
 	must(t, f.source.Informer().GetIndexer().Delete(newHPA("web", nil, 10)))

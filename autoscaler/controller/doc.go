@@ -14,7 +14,7 @@
 //
 // Where tidal reads the cluster differently from upstream, the decisions
 // stay the same and the API traffic drops: scales of the built-in kinds
-// come from informers (ScaleCache), a namespace's PodMetrics are listed
+// come from informers (clustercache.ScaleCache), a namespace's PodMetrics are listed
 // once for all its autoscalers (podMetricsLister), and the stabilization
 // history goes with the status write (HistoryAnnotation).
 package controller

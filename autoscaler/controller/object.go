@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/internal/jsonmeta"
 )
 
@@ -311,7 +312,7 @@ func CRDSource(client rest.Interface, resync time.Duration) Source {
 	}
 	inf := cache.NewSharedIndexInformer(lw, &v1alpha1.HorizontalAutoscaler{}, resync,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	_ = inf.SetTransform(StripManagedFields) // fails only once started
+	_ = inf.SetTransform(clustercache.StripManagedFields) // fails only once started
 	return &crdSource{informer: inf, writer: restStatusWriter{client}}
 }
 

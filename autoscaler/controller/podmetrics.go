@@ -12,6 +12,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 )
 
 // podMetricsMaxAge is how long one LIST of a namespace's PodMetrics
@@ -45,7 +47,7 @@ type podMetricsLister struct {
 type namespaceList struct {
 	items []metricsapi.PodMetrics
 	// byLabel indexes items by "key=value" of their labels, as
-	// podLabelIndex does pods.
+	// clustercache.PodIndexers does pods.
 	byLabel map[string][]int
 	at      time.Time
 }
@@ -54,7 +56,7 @@ func newNamespaceList(items []metricsapi.PodMetrics, at time.Time) *namespaceLis
 	l := &namespaceList{items: items, byLabel: map[string][]int{}, at: at}
 	for i := range items {
 		for k, v := range items[i].Labels {
-			key := pairKey(k, v)
+			key := clustercache.PairKey(k, v)
 			l.byLabel[key] = append(l.byLabel[key], i)
 		}
 	}
@@ -64,7 +66,7 @@ func newNamespaceList(items []metricsapi.PodMetrics, at time.Time) *namespaceLis
 // selecting returns the items whose labels sel matches.
 func (l *namespaceList) selecting(sel labels.Selector) []metricsapi.PodMetrics {
 	var candidates []int
-	pairs := equalityPairs(sel)
+	pairs := clustercache.EqualityPairs(sel)
 	for i, p := range pairs {
 		if idx := l.byLabel[p]; i == 0 || len(idx) < len(candidates) {
 			candidates = idx

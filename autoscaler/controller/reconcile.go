@@ -19,6 +19,7 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
+	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 )
@@ -44,7 +45,7 @@ func defaultMetrics() []autoscalingv2.MetricSpec {
 // reconcileAutoscaler does.
 type reconciler struct {
 	source Source
-	// pods is the pod informer's indexer, with podLabelIndex.
+	// pods is the pod informer's indexer, with clustercache.PodIndexers.
 	pods      cache.Indexer
 	scales    *scaler
 	metrics   MetricsClient
@@ -53,7 +54,7 @@ type reconciler struct {
 	cfg       decision.Config
 	clock     clock.PassiveClock
 	history   *historyStore
-	selectors *selectorTracker
+	selectors *clustercache.SelectorTracker
 }
 
 // reconcileKey reconciles the object named key; deleted is true when it is

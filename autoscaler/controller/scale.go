@@ -12,6 +12,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/scale"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 )
 
 // resettable is a RESTMapper whose cached discovery can be refreshed, such
@@ -23,7 +25,7 @@ type scaler struct {
 	scales scale.ScalesGetter
 	mapper meta.RESTMapper
 	// cache answers the scale of built-in kinds; nil: always GET.
-	cache *ScaleCache
+	cache *clustercache.ScaleCache
 }
 
 // mappings maps a group and kind to its resources. A kind unknown to the
@@ -47,7 +49,7 @@ var errUnrecognizedResource = errors.New("unrecognized resource")
 func (s *scaler) get(ctx context.Context, namespace, name string, mappings []*meta.RESTMapping) (*autoscalingv1.Scale, schema.GroupResource, error) {
 	if len(mappings) > 0 {
 		gr := mappings[0].Resource.GroupResource()
-		if sc, ok := s.cache.get(gr, namespace, name); ok {
+		if sc, ok := s.cache.Get(gr, namespace, name); ok {
 			return sc, gr, nil
 		}
 	}
@@ -75,7 +77,7 @@ func (s *scaler) update(ctx context.Context, namespace string, gr schema.GroupRe
 		sc.Spec.Replicas = replicas
 		written, err := s.scales.Scales(namespace).Update(ctx, gr, sc, metav1.UpdateOptions{FieldManager: fieldManager})
 		if err == nil {
-			s.cache.wrote(gr, namespace, sc.Name, written.ResourceVersion)
+			s.cache.Wrote(gr, namespace, sc.Name, written.ResourceVersion)
 			return nil
 		}
 		latest, getErr := s.scales.Scales(namespace).Get(ctx, gr, sc.Name, metav1.GetOptions{})

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
@@ -29,6 +28,7 @@ import (
 	externalclient "k8s.io/metrics/pkg/client/external_metrics"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 )
@@ -57,16 +57,6 @@ type ClusterConfig struct {
 	Registerer prometheus.Registerer
 	// Handover is Options.Handover: nil without leader election.
 	Handover Handover
-}
-
-// StripManagedFields drops metadata.managedFields from cached objects:
-// the controller never reads them, they are often the largest part of an
-// object, and a status update without them leaves them as they are.
-func StripManagedFields(obj any) (any, error) {
-	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
-		m.SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // WithProtobuf returns a copy of cfg that sends protobuf and accepts it
@@ -121,18 +111,18 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 
 	// The autoscalers' informer resyncs every sync period (a backstop to
 	// the queue's own periodic requeue, as upstream); pods never resync,
-	// and are cached slim (CacheTransform).
+	// and are cached slim (clustercache.CacheTransform).
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithCustomResyncConfig(
 		map[metav1.Object]time.Duration{&autoscalingv2.HorizontalPodAutoscaler{}: c.SyncPeriod}),
-		informers.WithTransform(CacheTransform))
+		informers.WithTransform(clustercache.CacheTransform))
 	r := &Runner{invalidate: apiVersions, workers: c.Workers, client: c.Client}
 	r.start = append(r.start, factory.Start)
 	r.shutdown = append(r.shutdown, factory.Shutdown)
 
 	// Targets' scales come from slimmed informers of the built-in kinds,
 	// started on first use.
-	scaleFactory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithTransform(ScaleTransform))
-	scaleCache := NewScaleCache(scaleFactory, nil)
+	scaleFactory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithTransform(clustercache.ScaleTransform))
+	scaleCache := clustercache.NewScaleCache(scaleFactory, nil)
 	r.start = append(r.start, scaleCache.Start)
 	r.shutdown = append(r.shutdown, scaleFactory.Shutdown)
 

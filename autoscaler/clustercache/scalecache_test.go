@@ -1,4 +1,4 @@
-package controller
+package clustercache
 
 import (
 	"testing"
@@ -16,6 +16,10 @@ import (
 )
 
 var deployments = schema.GroupResource{Group: "apps", Resource: "deployments"}
+
+const ns = "default"
+
+var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func deployment(replicas, statusReplicas int32, rv string) *appsv1.Deployment {
 	return &appsv1.Deployment{
@@ -141,7 +145,7 @@ func TestScaleCache(t *testing.T) {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(ScaleTransform))
 	clk := testingclock.NewFakeClock(now)
 	c := NewScaleCache(factory, clk)
-	if _, ok := c.get(deployments, ns, "web"); ok {
+	if _, ok := c.Get(deployments, ns, "web"); ok {
 		t.Fatal("answered before Start")
 	}
 	stop := make(chan struct{})
@@ -154,30 +158,30 @@ func TestScaleCache(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the cache never answered")
 		}
-		sc, ok = c.get(deployments, ns, "web")
+		sc, ok = c.Get(deployments, ns, "web")
 		time.Sleep(10 * time.Millisecond)
 	}
 	if sc.Spec.Replicas != 4 || sc.Status.Selector != "app=web,tier in (a,b)" {
 		t.Errorf("scale = %+v", sc)
 	}
-	if _, ok := c.get(schema.GroupResource{Group: "example.com", Resource: "widgets"}, ns, "web"); ok {
+	if _, ok := c.Get(schema.GroupResource{Group: "example.com", Resource: "widgets"}, ns, "web"); ok {
 		t.Error("answered for a kind it does not cache")
 	}
-	if _, ok := c.get(deployments, ns, "missing"); ok {
+	if _, ok := c.Get(deployments, ns, "missing"); ok {
 		t.Error("answered for a missing object (the GET must report NotFound)")
 	}
 
 	// This controller wrote version 8; the cache still has 7.
-	c.wrote(deployments, ns, "web", "8")
-	if _, ok := c.get(deployments, ns, "web"); ok {
+	c.Wrote(deployments, ns, "web", "8")
+	if _, ok := c.Get(deployments, ns, "web"); ok {
 		t.Error("answered from a cache that has not seen the controller's write")
 	}
 	clk.Step(writtenTTL)
-	if _, ok := c.get(deployments, ns, "web"); !ok {
+	if _, ok := c.Get(deployments, ns, "web"); !ok {
 		t.Error("still not answering writtenTTL after the write")
 	}
-	c.wrote(deployments, ns, "web", "7")
-	if _, ok := c.get(deployments, ns, "web"); !ok {
+	c.Wrote(deployments, ns, "web", "7")
+	if _, ok := c.Get(deployments, ns, "web"); !ok {
 		t.Error("not answering once the cache shows the written version")
 	}
 }

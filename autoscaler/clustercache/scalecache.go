@@ -1,4 +1,4 @@
-package controller
+package clustercache
 
 import (
 	"sync"
@@ -90,10 +90,10 @@ func (c *ScaleCache) Start(stop <-chan struct{}) {
 	c.stop = stop
 }
 
-// get returns the scale of the named object of gr from the cache; false
+// Get returns the scale of the named object of gr from the cache; false
 // when the cache cannot answer (a kind it does not cache, an informer not
 // yet synced, a write not yet seen), and the caller should GET it.
-func (c *ScaleCache) get(gr schema.GroupResource, namespace, name string) (*autoscalingv1.Scale, bool) {
+func (c *ScaleCache) Get(gr schema.GroupResource, namespace, name string) (*autoscalingv1.Scale, bool) {
 	if c == nil {
 		return nil, false
 	}
@@ -122,9 +122,9 @@ func (c *ScaleCache) get(gr schema.GroupResource, namespace, name string) (*auto
 	return sc, true
 }
 
-// wrote records that this controller wrote the scale, now at
+// Wrote records that this controller wrote the scale, now at
 // resourceVersion.
-func (c *ScaleCache) wrote(gr schema.GroupResource, namespace, name, resourceVersion string) {
+func (c *ScaleCache) Wrote(gr schema.GroupResource, namespace, name, resourceVersion string) {
 	if c == nil {
 		return
 	}

@@ -1,7 +1,8 @@
-package controller
+package clustercache
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -57,4 +58,14 @@ func slimContainers(cs []corev1.Container) []corev1.Container {
 		out[i] = corev1.Container{Name: c.Name, Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}, RestartPolicy: c.RestartPolicy}
 	}
 	return out
+}
+
+// StripManagedFields drops metadata.managedFields from cached objects:
+// the controller never reads them, they are often the largest part of an
+// object, and a status update without them leaves them as they are.
+func StripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }

@@ -1,4 +1,4 @@
-package controller
+package clustercache
 
 import (
 	"encoding/json"
@@ -128,7 +128,7 @@ func TestSlimPodKeepsWhatTheControllerReads(t *testing.T) {
 // managed fields.
 func TestCacheTransformStripsOthers(t *testing.T) {
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{
-		Name: "web", Annotations: map[string]string{HistoryAnnotation: "h"},
+		Name: "web", Annotations: map[string]string{"autoscaling.tidal.dev/history": "h"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 	}, Spec: autoscalingv2.HorizontalPodAutoscalerSpec{MaxReplicas: 3}}
 	got, err := CacheTransform(hpa.DeepCopy())

@@ -1,4 +1,4 @@
-package controller
+package clustercache
 
 import (
 	"slices"
@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// selectorTracker knows the pod selector of every autoscaler, to detect
+// SelectorTracker knows the pod selector of every autoscaler, to detect
 // autoscalers whose pods overlap (upstream's hpaSelectorStore). An
 // autoscaler is registered with a selector that matches nothing when it is
 // added, and gets its real selector when reconciled.
@@ -17,7 +17,7 @@ import (
 // tests the selectors that could match it, not every selector of the
 // namespace (with hundreds of autoscalers in a namespace, the full test
 // on every reconcile was a visible cost).
-type selectorTracker struct {
+type SelectorTracker struct {
 	mu         sync.RWMutex
 	namespaces map[string]*namespaceSelectors
 }
@@ -31,12 +31,12 @@ type namespaceSelectors struct {
 	noPair map[string]struct{}
 }
 
-func newSelectorTracker() *selectorTracker {
-	return &selectorTracker{namespaces: map[string]*namespaceSelectors{}}
+func NewSelectorTracker() *SelectorTracker {
+	return &SelectorTracker{namespaces: map[string]*namespaceSelectors{}}
 }
 
 func indexPair(sel labels.Selector) (string, bool) {
-	pairs := equalityPairs(sel)
+	pairs := EqualityPairs(sel)
 	if len(pairs) == 0 {
 		return "", false
 	}
@@ -69,9 +69,9 @@ func (n *namespaceSelectors) unindex(key string, sel labels.Selector) {
 	}
 }
 
-// putIfAbsent registers key with sel unless it is registered; it reports
+// PutIfAbsent registers key with sel unless it is registered; it reports
 // whether key was added.
-func (t *selectorTracker) putIfAbsent(namespace, key string, sel labels.Selector) bool {
+func (t *SelectorTracker) PutIfAbsent(namespace, key string, sel labels.Selector) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ns := t.namespaces[namespace]
@@ -86,9 +86,9 @@ func (t *selectorTracker) putIfAbsent(namespace, key string, sel labels.Selector
 	return true
 }
 
-// putIfPresent replaces the selector of a registered key; false when the
+// PutIfPresent replaces the selector of a registered key; false when the
 // key is not registered (the object was deleted meanwhile).
-func (t *selectorTracker) putIfPresent(namespace, key string, sel labels.Selector) bool {
+func (t *SelectorTracker) PutIfPresent(namespace, key string, sel labels.Selector) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ns := t.namespaces[namespace]
@@ -102,8 +102,8 @@ func (t *selectorTracker) putIfPresent(namespace, key string, sel labels.Selecto
 	return true
 }
 
-// count returns the number of autoscalers registered in the namespace.
-func (t *selectorTracker) count(namespace string) int {
+// Count returns the number of autoscalers registered in the namespace.
+func (t *SelectorTracker) Count(namespace string) int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if ns := t.namespaces[namespace]; ns != nil {
@@ -112,8 +112,8 @@ func (t *selectorTracker) count(namespace string) int {
 	return 0
 }
 
-// delete unregisters key; it reports whether it was registered.
-func (t *selectorTracker) delete(namespace, key string) bool {
+// Delete unregisters key; it reports whether it was registered.
+func (t *SelectorTracker) Delete(namespace, key string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ns := t.namespaces[namespace]
@@ -132,9 +132,9 @@ func (t *selectorTracker) delete(namespace, key string) bool {
 	return true
 }
 
-// matching returns, sorted, the keys of up to limit autoscalers of the
+// Matching returns, sorted, the keys of up to limit autoscalers of the
 // namespace whose selector matches at least one of pods.
-func (t *selectorTracker) matching(namespace string, pods []*corev1.Pod, limit int) []string {
+func (t *SelectorTracker) Matching(namespace string, pods []*corev1.Pod, limit int) []string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	ns := t.namespaces[namespace]
@@ -156,7 +156,7 @@ func (t *selectorTracker) matching(namespace string, pods []*corev1.Pod, limit i
 			}
 		}
 		for k, v := range p.Labels {
-			for key := range ns.byPair[pairKey(k, v)] {
+			for key := range ns.byPair[PairKey(k, v)] {
 				if test(key, set) {
 					return sortedKeys(found)
 				}

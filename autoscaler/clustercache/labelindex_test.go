@@ -1,4 +1,4 @@
-package controller
+package clustercache
 
 import (
 	"slices"
@@ -39,7 +39,7 @@ func TestSelectPods(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := selectPods(indexer, "a", s)
+			got, err := SelectPods(indexer, "a", s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,11 +56,11 @@ func TestSelectPods(t *testing.T) {
 			slices.Sort(want)
 			slices.Sort(names)
 			if !slices.Equal(names, want) {
-				t.Errorf("selectPods(%q) = %v, want %v", sel, names, want)
+				t.Errorf("SelectPods(%q) = %v, want %v", sel, names, want)
 			}
 		})
 	}
-	if got, _ := selectPods(indexer, "a", labels.Nothing()); len(got) != 0 {
+	if got, _ := SelectPods(indexer, "a", labels.Nothing()); len(got) != 0 {
 		t.Errorf("labels.Nothing() selected %d pods", len(got))
 	}
 }

@@ -1,4 +1,4 @@
-package controller
+package clustercache
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -14,9 +14,14 @@ import (
 // reconcile.
 const podLabelIndex = "tidal.namespace-label"
 
-// pairKey is the index key of one label pair; every label index of the
+// PairKey is the index key of one label pair; every label index of the
 // package (pods, cached PodMetrics, selectors) keys by it.
-func pairKey(key, value string) string { return key + "=" + value }
+func PairKey(key, value string) string { return key + "=" + value }
+
+// PodIndexers are the indexers SelectPods needs on the pod informer.
+func PodIndexers() cache.Indexers {
+	return cache.Indexers{podLabelIndex: podLabelIndexFunc}
+}
 
 func podLabelIndexFunc(obj any) ([]string, error) {
 	pod, ok := obj.(*corev1.Pod)
@@ -25,14 +30,14 @@ func podLabelIndexFunc(obj any) ([]string, error) {
 	}
 	keys := make([]string, 0, len(pod.Labels))
 	for k, v := range pod.Labels {
-		keys = append(keys, pod.Namespace+"/"+pairKey(k, v))
+		keys = append(keys, pod.Namespace+"/"+PairKey(k, v))
 	}
 	return keys, nil
 }
 
-// equalityPairs returns the label pairs (pairKey) every object matching
+// EqualityPairs returns the label pairs (PairKey) every object matching
 // sel must carry; empty when sel has no single-valued equality requirement.
-func equalityPairs(sel labels.Selector) []string {
+func EqualityPairs(sel labels.Selector) []string {
 	reqs, selectable := sel.Requirements()
 	if !selectable {
 		return nil
@@ -42,18 +47,18 @@ func equalityPairs(sel labels.Selector) []string {
 		switch r.Operator() {
 		case selection.Equals, selection.DoubleEquals, selection.In:
 			if vals := r.Values(); vals.Len() == 1 {
-				out = append(out, pairKey(r.Key(), vals.UnsortedList()[0]))
+				out = append(out, PairKey(r.Key(), vals.UnsortedList()[0]))
 			}
 		}
 	}
 	return out
 }
 
-// selectPods returns the pods of namespace that sel matches, as the pod
+// SelectPods returns the pods of namespace that sel matches, as the pod
 // lister's List(sel) would, through podLabelIndex when sel allows.
-func selectPods(indexer cache.Indexer, namespace string, sel labels.Selector) ([]*corev1.Pod, error) {
+func SelectPods(indexer cache.Indexer, namespace string, sel labels.Selector) ([]*corev1.Pod, error) {
 	var candidates []any
-	pairs := equalityPairs(sel)
+	pairs := EqualityPairs(sel)
 	if len(pairs) == 0 {
 		var err error
 		if candidates, err = indexer.ByIndex(cache.NamespaceIndex, namespace); err != nil {

@@ -1,4 +1,4 @@
-package controller
+package clustercache
 
 import (
 	"slices"
@@ -13,7 +13,7 @@ import (
 // autoscalers a test of every selector finds, after adds, selector changes
 // and deletes.
 func TestSelectorTracker(t *testing.T) {
-	tr := newSelectorTracker()
+	tr := NewSelectorTracker()
 	sels := map[string]string{
 		"web":       "app=web",
 		"web-front": "app=web,tier=front",
@@ -25,22 +25,22 @@ func TestSelectorTracker(t *testing.T) {
 		"db":        "app=db",
 	}
 	for key := range sels {
-		tr.putIfAbsent("a", key, labels.Nothing())
+		tr.PutIfAbsent("a", key, labels.Nothing())
 	}
-	tr.putIfAbsent("b", "other", labels.Everything())
+	tr.PutIfAbsent("b", "other", labels.Everything())
 	for key, s := range sels {
 		sel, err := labels.Parse(s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !tr.putIfPresent("a", key, sel) {
+		if !tr.PutIfPresent("a", key, sel) {
 			t.Fatalf("%s not registered", key)
 		}
 	}
 	// web changes its selector; notin is deleted.
-	tr.putIfPresent("a", "web", labels.SelectorFromSet(labels.Set{"app": "web", "tier": "back"}))
+	tr.PutIfPresent("a", "web", labels.SelectorFromSet(labels.Set{"app": "web", "tier": "back"}))
 	sels["web"] = "app=web,tier=back"
-	tr.delete("a", "notin")
+	tr.Delete("a", "notin")
 	delete(sels, "notin")
 
 	pod := func(l map[string]string) *corev1.Pod { return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: l}} }
@@ -66,15 +66,15 @@ func TestSelectorTracker(t *testing.T) {
 				}
 			}
 			slices.Sort(want)
-			if got := tr.matching("a", tc.pods, 0); !slices.Equal(got, want) {
+			if got := tr.Matching("a", tc.pods, 0); !slices.Equal(got, want) {
 				t.Errorf("matching = %v, want %v", got, want)
 			}
-			if got := tr.matching("a", tc.pods, 2); len(got) != min(2, len(want)) {
+			if got := tr.Matching("a", tc.pods, 2); len(got) != min(2, len(want)) {
 				t.Errorf("matching with limit 2 = %v, want 2 of %v", got, want)
 			}
 		})
 	}
-	if n := tr.count("a"); n != len(sels) {
+	if n := tr.Count("a"); n != len(sels) {
 		t.Errorf("count = %d, want %d", n, len(sels))
 	}
 }
