@@ -22,6 +22,7 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 )
 
@@ -39,7 +40,7 @@ type Options struct {
 	Scales scale.ScalesGetter
 	Mapper meta.RESTMapper
 	// Metrics reads the metrics APIs.
-	Metrics MetricsClient
+	Metrics metrics.Client
 	// ScaleCache answers the scale of built-in workload kinds; nil: every
 	// scale is read with GET /scale.
 	ScaleCache *clustercache.ScaleCache
@@ -122,8 +123,8 @@ func New(o Options) (*Controller, error) {
 		cadence: newCadence(),
 		period:  o.SyncPeriod,
 	}
-	if m, ok := o.Metrics.(interface{ shareNamespaceLists(func(string) bool) }); ok {
-		m.shareNamespaceLists(c.sharesNamespace)
+	if m, ok := o.Metrics.(interface{ ShareNamespaceLists(func(string) bool) }); ok {
+		m.ShareNamespaceLists(c.sharesNamespace)
 	}
 	_, err := o.Source.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.add,

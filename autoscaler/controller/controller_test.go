@@ -23,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 )
 
@@ -90,7 +91,7 @@ func TestRunReconcilesNativeHPAs(t *testing.T) {
 	ctrl, err := New(Options{
 		Source: NativeSource(factory, kube.AutoscalingV2()), Pods: factory.Core().V1().Pods(),
 		Scales: scales, Mapper: mapper,
-		Metrics:  NewRESTMetricsClient(resourceMetricsFake(w).MetricsV1beta1(), customMetricsFake(w), externalMetricsFake(w)),
+		Metrics:  metrics.NewRESTClient(resourceMetricsFake(w).MetricsV1beta1(), customMetricsFake(w), externalMetricsFake(w)),
 		Recorder: record.NewFakeRecorder(100), Decision: decision.DefaultConfig(), SyncPeriod: time.Hour, Monitor: mon,
 	})
 	must(t, err)

@@ -6,7 +6,7 @@
 // The split follows upstream's: Controller (queue, workers, informers) ->
 // reconciler (scale subresource, status, conditions, events) -> metric
 // computation (package replicas arithmetic over a pod lister and a
-// MetricsClient) -> package decision (branching, combination,
+// metrics.Client) -> package decision (branching, combination,
 // normalization). Package monitor is the controller's own Prometheus metrics.
 //
 // Both modes share the reconciler through Source (list, get and write the
@@ -15,6 +15,6 @@
 // Where tidal reads the cluster differently from upstream, the decisions
 // stay the same and the API traffic drops: scales of the built-in kinds
 // come from informers (clustercache.ScaleCache), a namespace's PodMetrics are listed
-// once for all its autoscalers (podMetricsLister), and the stabilization
+// once for all its autoscalers (package metrics), and the stabilization
 // history goes with the status write (HistoryAnnotation).
 package controller

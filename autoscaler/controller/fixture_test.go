@@ -38,6 +38,7 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 )
 
 const ns = "default"
@@ -157,7 +158,7 @@ func newFixture(t *testing.T, mode Mode, w world, hpas ...*autoscalingv2.Horizon
 	var err error
 	f.ctrl, err = New(Options{
 		Source: f.source, Pods: factory.Core().V1().Pods(), Scales: f.scales, Mapper: mapper,
-		Metrics:  NewRESTMetricsClient(resourceMetricsFake(w).MetricsV1beta1(), customMetricsFake(w), externalMetricsFake(w)),
+		Metrics:  metrics.NewRESTClient(resourceMetricsFake(w).MetricsV1beta1(), customMetricsFake(w), externalMetricsFake(w)),
 		Recorder: f.recorder, Decision: decision.DefaultConfig(), SyncPeriod: 15 * time.Second,
 		Clock: testingclock.NewFakePassiveClock(now), Handover: w.handover,
 	})

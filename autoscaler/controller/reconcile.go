@@ -21,6 +21,7 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 )
 
@@ -48,7 +49,7 @@ type reconciler struct {
 	// pods is the pod informer's indexer, with clustercache.PodIndexers.
 	pods      cache.Indexer
 	scales    *scaler
-	metrics   MetricsClient
+	metrics   metrics.Client
 	recorder  record.EventRecorder
 	monitor   *monitor.Monitor
 	cfg       decision.Config

@@ -30,6 +30,7 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 )
 
@@ -160,7 +161,7 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 	r.options = Options{
 		Source: source, Pods: factory.Core().V1().Pods(),
 		Scales: scales, Mapper: mapper, ScaleCache: scaleCache,
-		Metrics:  NewRESTMetricsClient(resourceMetrics.MetricsV1beta1(), customMetrics, externalMetrics),
+		Metrics:  metrics.NewRESTClient(resourceMetrics.MetricsV1beta1(), customMetrics, externalMetrics),
 		Decision: c.Decision, SyncPeriod: c.SyncPeriod, Monitor: mon,
 		Handover: c.Handover,
 	}

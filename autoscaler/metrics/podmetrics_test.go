@@ -1,4 +1,4 @@
-package controller
+package metrics
 
 import (
 	"context"
@@ -14,6 +14,10 @@ import (
 	metricsfake "k8s.io/metrics/pkg/client/clientset/versioned/fake"
 	testingclock "k8s.io/utils/clock/testing"
 )
+
+const ns = "default"
+
+var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // fakePodMetrics serves PodMetrics of pods labelled app=a (2) and app=b
 // (1), honouring the label selector as metrics-server does, and records

@@ -1,4 +1,10 @@
-package controller
+// Package metrics reads the three metrics APIs for the autoscaler, as
+// upstream's HPA metrics client does: Client is one interface over
+// metrics.k8s.io, custom.metrics.k8s.io and external.metrics.k8s.io,
+// composed of three per-API clients. Where several autoscalers share a
+// namespace, its PodMetrics are listed once for all of them (see
+// ShareNamespaceLists): that is the shared metric read.
+package metrics
 
 import (
 	"context"
@@ -16,11 +22,11 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
 )
 
-// MetricsClient reads the three metrics APIs the way upstream's HPA
-// metrics client does. Errors carry upstream's texts (see the
+// Client reads the three metrics APIs the way upstream's HPA metrics
+// client does. Errors carry upstream's texts (see the
 // *APIError helpers of package replicas), because they end up in events
 // and conditions.
-type MetricsClient interface {
+type Client interface {
 	// ResourceMetric returns the usage of resource per pod matched by
 	// selector, from metrics.k8s.io: the named container's, or the sum
 	// over the pod's containers when container is "". Pods lacking the
@@ -39,10 +45,10 @@ type MetricsClient interface {
 // sample that does not state one (upstream's metricServerDefaultMetricWindow).
 const customMetricDefaultWindow = time.Minute
 
-// NewRESTMetricsClient composes a MetricsClient of the three per-API
+// NewRESTClient composes a Client of the three per-API
 // clients: metrics.k8s.io, custom.metrics.k8s.io and
 // external.metrics.k8s.io.
-func NewRESTMetricsClient(resource resourceclient.PodMetricsesGetter, custom customclient.CustomMetricsClient, external externalclient.ExternalMetricsClient) MetricsClient {
+func NewRESTClient(resource resourceclient.PodMetricsesGetter, custom customclient.CustomMetricsClient, external externalclient.ExternalMetricsClient) Client {
 	return &restMetricsClient{
 		resourceMetrics: resourceMetrics{newPodMetricsLister(resource, nil)},
 		customMetrics:   customMetrics{custom},
@@ -56,7 +62,7 @@ type restMetricsClient struct {
 	externalMetrics
 }
 
-var _ MetricsClient = (*restMetricsClient)(nil)
+var _ Client = (*restMetricsClient)(nil)
 
 type resourceMetrics struct {
 	pods *podMetricsLister
@@ -71,9 +77,9 @@ func (c resourceMetrics) ResourceMetric(ctx context.Context, resource corev1.Res
 	return samples, err
 }
 
-// shareNamespaceLists lets the client list a namespace's PodMetrics once
+// ShareNamespaceLists lets the client list a namespace's PodMetrics once
 // for all its autoscalers when shared reports there are several.
-func (c resourceMetrics) shareNamespaceLists(shared func(namespace string) bool) {
+func (c resourceMetrics) ShareNamespaceLists(shared func(namespace string) bool) {
 	c.pods.shared = shared
 }
 
