@@ -19,6 +19,7 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/adapter/internal/authzcache"
 	"github.com/tidal-autoscaler/tidal/adapter/internal/frontproxy"
+	"github.com/tidal-autoscaler/tidal/adapter/prom"
 	"github.com/tidal-autoscaler/tidal/adapter/resourcemetrics"
 	"github.com/tidal-autoscaler/tidal/internal/kubeconfig"
 	"github.com/tidal-autoscaler/tidal/internal/version"
@@ -41,7 +42,7 @@ type Config struct {
 	Kube *rest.Config
 
 	// Prometheus and Rules drive the Prometheus-backed provider.
-	Prometheus PrometheusConfig
+	Prometheus prom.FlagConfig
 	Rules      RulesConfig
 
 	APIs APIOptions
@@ -79,7 +80,7 @@ func (o *Options) Config() (*Config, error) {
 		o.Authorization.RemoteKubeConfigFile = o.Kubeconfig
 	}
 
-	prom, err := o.Prometheus.Config()
+	pc, err := o.Prometheus.Config()
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +129,7 @@ func (o *Options) Config() (*Config, error) {
 		Apiserver:  &apiserver.Config{GenericConfig: &serverConfig.Config},
 		Informers:  informerFactory,
 		Kube:       kube,
-		Prometheus: prom,
+		Prometheus: pc,
 		Rules: RulesConfig{
 			File:           o.Rules.File,
 			RelistInterval: o.Rules.RelistInterval,

@@ -11,6 +11,8 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // makes --logging-format=json available
+
+	"github.com/tidal-autoscaler/tidal/adapter/prom"
 )
 
 // Options are everything `tidal adapter` is configured with on its
@@ -29,7 +31,7 @@ type Options struct {
 	// means the in-cluster configuration.
 	Kubeconfig string
 
-	Prometheus PrometheusOptions
+	Prometheus prom.FlagOptions
 	Rules      RulesOptions
 	APIs       APIOptions
 }
@@ -65,7 +67,7 @@ func NewOptions() *Options {
 		Audit:          genericoptions.NewAuditOptions(),
 		Features:       genericoptions.NewFeatureOptions(),
 		Logs:           logsapi.NewLoggingConfiguration(),
-		Prometheus:     PrometheusOptions{Verb: "GET", Timeout: 10 * time.Second, CacheTTL: 5 * time.Second},
+		Prometheus:     prom.NewFlagOptions(),
 		Rules:          RulesOptions{RelistInterval: time.Minute, CheckInterval: 10 * time.Second},
 		APIs:           APIOptions{CustomMetrics: true, ExternalMetrics: true, ResourceMetrics: true},
 	}

@@ -28,7 +28,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
-	adapterapp "github.com/tidal-autoscaler/tidal/adapter/app"
 	"github.com/tidal-autoscaler/tidal/adapter/discovery"
 	"github.com/tidal-autoscaler/tidal/adapter/objects"
 	"github.com/tidal-autoscaler/tidal/adapter/prom"
@@ -42,7 +41,7 @@ import (
 // Options are the flags of `tidal rules explain`.
 type Options struct {
 	File       string
-	Prometheus adapterapp.PrometheusOptions
+	Prometheus prom.FlagOptions
 	// MaxAge is how far back series are looked for (--metrics-max-age).
 	MaxAge time.Duration
 	// Kubeconfig, when set, resolves resources with the cluster's API
@@ -65,7 +64,7 @@ type Options struct {
 
 // NewOptions returns the options with the adapter's defaults.
 func NewOptions() *Options {
-	return &Options{Prometheus: adapterapp.NewOptions().Prometheus, MaxAge: time.Minute}
+	return &Options{Prometheus: prom.NewFlagOptions(), MaxAge: time.Minute}
 }
 
 // NewCommand returns the `explain` command.

@@ -1,10 +1,11 @@
-package app
+package prom
 
 import (
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -13,9 +14,11 @@ import (
 	"golang.org/x/net/http/httpguts"
 )
 
-// PrometheusOptions say how to reach Prometheus. The flag names are those
-// prometheus-adapter users know.
-type PrometheusOptions struct {
+// FlagOptions say how to reach Prometheus: the --prometheus-* flags of
+// `tidal adapter` and `tidal rules explain`. The flag names are those
+// prometheus-adapter users know. Build them with NewFlagOptions, then
+// Validate, then Config.
+type FlagOptions struct {
 	URL            string
 	Verb           string
 	TokenFile      string
@@ -33,8 +36,9 @@ type PrometheusOptions struct {
 	CacheTTL time.Duration
 }
 
-// PrometheusConfig is a validated way to reach Prometheus.
-type PrometheusConfig struct {
+// FlagConfig is a validated way to reach Prometheus, the default backend's
+// part of Options.
+type FlagConfig struct {
 	URL *url.URL
 	// Verb is GET or POST, for the query endpoints.
 	Verb string
@@ -46,8 +50,13 @@ type PrometheusConfig struct {
 	CacheTTL time.Duration
 }
 
+// NewFlagOptions returns the options with the adapter's defaults.
+func NewFlagOptions() FlagOptions {
+	return FlagOptions{Verb: "GET", Timeout: 10 * time.Second, CacheTTL: 5 * time.Second}
+}
+
 // AddFlags adds the Prometheus flags to fs.
-func (o *PrometheusOptions) AddFlags(fs *pflag.FlagSet) {
+func (o *FlagOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.URL, "prometheus-url", o.URL,
 		"Base URL of the Prometheus HTTP API, e.g. http://prometheus.monitoring.svc:9090. Required.")
 	fs.StringVar(&o.Verb, "prometheus-verb", o.Verb,
@@ -72,7 +81,7 @@ func (o *PrometheusOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 // Validate checks the Prometheus options.
-func (o *PrometheusOptions) Validate() []error {
+func (o *FlagOptions) Validate() []error {
 	var errs []error
 	if o.URL == "" {
 		errs = append(errs, errors.New("--prometheus-url is required: set it to the base URL of the Prometheus HTTP API, e.g. http://prometheus.monitoring.svc:9090"))
@@ -104,26 +113,26 @@ func (o *PrometheusOptions) Validate() []error {
 // Config turns validated options into a client for Prometheus. It reads
 // --prometheus-auth-config and the TLS files; it does not contact
 // Prometheus.
-func (o *PrometheusOptions) Config() (PrometheusConfig, error) {
+func (o *FlagOptions) Config() (FlagConfig, error) {
 	u, err := parsePrometheusURL(o.URL)
 	if err != nil {
-		return PrometheusConfig{}, err
+		return FlagConfig{}, err
 	}
 	cc, err := o.httpClientConfig()
 	if err != nil {
-		return PrometheusConfig{}, err
+		return FlagConfig{}, err
 	}
 	client, err := promconfig.NewClientFromConfig(cc, "tidal-adapter")
 	if err != nil {
-		return PrometheusConfig{}, fmt.Errorf("building the Prometheus HTTP client: %w", err)
+		return FlagConfig{}, fmt.Errorf("building the Prometheus HTTP client: %w", err)
 	}
-	return PrometheusConfig{URL: u, Verb: o.Verb, Client: client, Timeout: o.Timeout, CacheTTL: o.CacheTTL}, nil
+	return FlagConfig{URL: u, Verb: o.Verb, Client: client, Timeout: o.Timeout, CacheTTL: o.CacheTTL}, nil
 }
 
 // httpClientConfig merges --prometheus-auth-config with the single-purpose
 // flags. A setting made in both places is an error rather than a silent
 // override, so the file and the flags never disagree unnoticed.
-func (o *PrometheusOptions) httpClientConfig() (promconfig.HTTPClientConfig, error) {
+func (o *FlagOptions) httpClientConfig() (promconfig.HTTPClientConfig, error) {
 	cc := promconfig.DefaultHTTPClientConfig
 	if o.AuthConfigFile != "" {
 		loaded, _, err := promconfig.LoadHTTPConfigFile(o.AuthConfigFile)
@@ -224,4 +233,20 @@ func parseHeaders(pairs []string) (map[string][]string, []error) {
 		headers[name] = append(headers[name], value)
 	}
 	return headers, errs
+}
+
+// checkFile reports when flag names a file that cannot be read. An empty
+// path is fine: required flags are checked by their owners.
+func checkFile(flag, path string) []error {
+	if path == "" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return []error{fmt.Errorf("%s: %w", flag, err)}
+	}
+	if fi.IsDir() {
+		return []error{fmt.Errorf("%s %q is a directory, want a file", flag, path)}
+	}
+	return nil
 }

@@ -6,6 +6,9 @@
 // answers repeated queries from a short bounded cache, bounds each request
 // by a timeout, and classifies failures (see Error) so that callers can
 // answer "Prometheus is down" differently from "this query is wrong".
+//
+// FlagOptions are the --prometheus-* flags that reach the default backend,
+// shared by `tidal adapter` and `tidal rules explain`.
 package prom
 
 import (
