@@ -62,7 +62,6 @@ import (
 	"github.com/tidal-autoscaler/tidal/adapter/internal/quantity"
 	"github.com/tidal-autoscaler/tidal/adapter/monitor"
 	"github.com/tidal-autoscaler/tidal/adapter/prom"
-	"github.com/tidal-autoscaler/tidal/adapter/provider"
 	"github.com/tidal-autoscaler/tidal/adapter/ruleset"
 	"github.com/tidal-autoscaler/tidal/rules/promql"
 )
@@ -473,7 +472,7 @@ func (p *Provider) window(rr *ruleset.ResourceRules, cpuQuery string) time.Durat
 	if w, ok := p.windows.Load(rr.CPU); ok {
 		return w.(time.Duration)
 	}
-	w := provider.Window(cpuQuery)
+	w := promql.Window(cpuQuery)
 	if w <= 0 {
 		w = DefaultWindow
 	}

@@ -26,6 +26,10 @@ var promParser = parser.NewParser(parser.Options{
 	EnableBinopFillModifiers:     true,
 })
 
+// ParsePromQL parses a query with promParser: the adapter reads queries
+// (a query's window) with the parser the rule checks accept them with.
+func ParsePromQL(query string) (parser.Expr, error) { return promParser.ParseExpr(query) }
+
 var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // IsLabelName reports whether s is a Prometheus label name in the classic
