@@ -17,12 +17,9 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/controller"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 	"github.com/tidal-autoscaler/tidal/internal/kubeconfig"
 )
-
-// componentName names the autoscaler in user agents and the leader
-// election.
-const componentName = "tidal-autoscaler"
 
 // Config is everything the autoscaler needs to run, built from validated
 // Options.
@@ -33,7 +30,7 @@ type Config struct {
 	// kube-controller-manager).
 	LeaderElectionClient kubernetes.Interface
 
-	Mode           Mode
+	Mode           source.Mode
 	HPA            HPAControllerOptions
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 	// Identity names this replica in the Lease.
@@ -68,7 +65,7 @@ type Reconciler interface {
 // Config reports the first problem it meets, Validate all of them. It
 // does not contact the cluster; it binds the health probe address.
 func (o *Options) Config() (*Config, error) {
-	kube, err := kubeconfig.Load(o.Kubeconfig, componentName)
+	kube, err := kubeconfig.Load(o.Kubeconfig, source.ComponentName)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +107,7 @@ func (o *Options) Config() (*Config, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	rec, err := controller.NewRunner(controller.ClusterConfig{
-		REST: kube, Client: client, Mode: controller.Mode(o.Mode),
+		REST: kube, Client: client, Mode: source.Mode(o.Mode),
 		Decision:   o.HPA.decisionConfig(),
 		SyncPeriod: o.HPA.SyncPeriod, Workers: int(o.HPA.ConcurrentSyncs),
 		Registerer: reg, Handover: ho,
@@ -127,7 +124,7 @@ func (o *Options) Config() (*Config, error) {
 	return &Config{
 		Client:               client,
 		LeaderElectionClient: leClient,
-		Mode:                 Mode(o.Mode),
+		Mode:                 source.Mode(o.Mode),
 		HPA:                  o.HPA,
 		LeaderElection:       o.LeaderElection,
 		// The UUID keeps two processes on one host (or a restarted pod

@@ -14,7 +14,7 @@ import (
 // its release. The controller reads it when this replica starts leading
 // (controller.Handover) and continues the previous leader's steady
 // recommendations until then, so that they need not be written once a
-// minute just in case (see controller.HistoryAnnotation).
+// minute just in case (see source.HistoryAnnotation).
 type handover struct {
 	mu    sync.Mutex
 	alive time.Time

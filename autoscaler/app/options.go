@@ -18,18 +18,8 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // makes --logging-format=json available
 	netutils "k8s.io/utils/net"
-)
 
-// Mode selects which objects the autoscaler reconciles.
-type Mode string
-
-const (
-	// ModeCRD reconciles tidal's own autoscaler resources.
-	ModeCRD Mode = "crd"
-	// ModeNative reconciles autoscaling/v2 HorizontalPodAutoscalers, in
-	// place of kube-controller-manager's HPA controller (which must then be
-	// disabled).
-	ModeNative Mode = "native"
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
 // Options are everything `tidal autoscaler` is configured with on its
@@ -74,7 +64,7 @@ func NewOptions() *Options {
 		// per period when metrics move (1,000 autoscalers: about 70/s).
 		KubeAPIQPS:   100,
 		KubeAPIBurst: 200,
-		Mode:         string(ModeCRD),
+		Mode:         string(source.ModeCRD),
 		HPA: HPAControllerOptions{
 			SyncPeriod:                   15 * time.Second,
 			Tolerance:                    0.1,
@@ -90,7 +80,7 @@ func NewOptions() *Options {
 			RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
 			RetryPeriod:       metav1.Duration{Duration: 2 * time.Second},
 			ResourceLock:      resourcelock.LeasesResourceLock,
-			ResourceName:      "tidal-autoscaler",
+			ResourceName:      source.ComponentName,
 			ResourceNamespace: "tidal-system",
 		},
 		HealthProbeBindAddress: "0.0.0.0:8081",
@@ -159,10 +149,10 @@ func (o *Options) Validate() []error {
 	if o.KubeAPIBurst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst must be at least 1, got %d", o.KubeAPIBurst))
 	}
-	switch Mode(o.Mode) {
-	case ModeCRD, ModeNative:
+	switch source.Mode(o.Mode) {
+	case source.ModeCRD, source.ModeNative:
 	default:
-		errs = append(errs, fmt.Errorf("--mode must be %q or %q, got %q", ModeCRD, ModeNative, o.Mode))
+		errs = append(errs, fmt.Errorf("--mode must be %q or %q, got %q", source.ModeCRD, source.ModeNative, o.Mode))
 	}
 	errs = append(errs, o.HPA.Validate()...)
 	errs = append(errs, validateLeaderElection(&o.LeaderElection)...)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 	"github.com/tidal-autoscaler/tidal/internal/version"
 )
 
@@ -108,7 +109,7 @@ func (c *Config) runWithLeaderElection(ctx context.Context, checker *leaderelect
 		RenewDeadline:   le.RenewDeadline.Duration,
 		RetryPeriod:     le.RetryPeriod.Duration,
 		ReleaseOnCancel: true,
-		Name:            componentName,
+		Name:            source.ComponentName,
 		WatchDog:        checker,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leaseCtx context.Context) { leading <- leaseCtx },

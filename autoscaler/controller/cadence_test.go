@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
 func TestNextDue(t *testing.T) {
@@ -120,7 +122,7 @@ func (q *recordingQueue) AddAfter(key string, d time.Duration) {
 // status write's event while it waits neither pushes that later nor
 // queues it again.
 func TestWaitInQueueDoesNotStretchThePeriod(t *testing.T) {
-	f := newFixture(t, ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000), podMetrics: milliByPod(500)},
+	f := newFixture(t, source.ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000), podMetrics: milliByPod(500)},
 		newHPA("web", nil, 10, cpuUtilization(50)))
 	q := &recordingQueue{TypedDelayingInterface: f.ctrl.queue}
 	f.ctrl.queue = q
@@ -147,7 +149,7 @@ func TestWaitInQueueDoesNotStretchThePeriod(t *testing.T) {
 // sooner than a period after each one's last due time.
 func TestNamespaceAutoscalersComeDueTogether(t *testing.T) {
 	const period = 15 * time.Second
-	f := newFixture(t, ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000), podMetrics: milliByPod(500)},
+	f := newFixture(t, source.ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000), podMetrics: milliByPod(500)},
 		newHPA("web", nil, 10, cpuUtilization(50)), newHPA("api", nil, 10, cpuUtilization(50)))
 	q := &recordingQueue{TypedDelayingInterface: f.ctrl.queue}
 	f.ctrl.queue = q

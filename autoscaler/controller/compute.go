@@ -17,12 +17,13 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
 // metricsRun is the computation of all metrics of one autoscaler in one
 // reconcile.
 type metricsRun struct {
-	obj            Object
+	obj            source.Object
 	key            string
 	specReplicas   int32
 	statusReplicas int32
@@ -45,7 +46,7 @@ type metricsResult struct {
 // computeMetrics validates the scale's selector, then computes every
 // metric of specs (upstream's computeReplicasForMetrics). Failures emit
 // their Warning events here, in upstream's order.
-func (r *reconciler) computeMetrics(ctx context.Context, obj Object, key string, sc *autoscalingv1.Scale, specs []autoscalingv2.MetricSpec, tol replicas.Tolerances, now time.Time) metricsResult {
+func (r *reconciler) computeMetrics(ctx context.Context, obj source.Object, key string, sc *autoscalingv1.Scale, specs []autoscalingv2.MetricSpec, tol replicas.Tolerances, now time.Time) metricsResult {
 	sel, pods, fail := r.validateSelector(obj, key, sc.Status.Selector)
 	if fail != nil {
 		return metricsResult{combined: *fail}
@@ -101,7 +102,7 @@ func metricErrorLabel(o decision.MetricOutcome) string {
 // Warning event and returns the fatal metrics result (ScalingActive=False
 // with upstream's reason, except for an object deleted meanwhile, which
 // gets no condition).
-func (r *reconciler) validateSelector(obj Object, key, selector string) (labels.Selector, []*corev1.Pod, *decision.Combined) {
+func (r *reconciler) validateSelector(obj source.Object, key, selector string) (labels.Selector, []*corev1.Pod, *decision.Combined) {
 	fatal := func(c *decision.Condition, err error) *decision.Combined {
 		return &decision.Combined{Replicas: -1, Err: err, ScalingActive: c}
 	}

@@ -24,14 +24,15 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
 // Options are what New needs. Everything but Clock and Monitor is
 // required.
 type Options struct {
-	// Source is the kind of object to reconcile (CRDSource or
-	// NativeSource).
-	Source Source
+	// Source is the kind of object to reconcile (source.CRDSource or
+	// source.NativeSource).
+	Source source.Source
 	// Pods is the pod informer of the autoscalers' namespaces.
 	Pods coreinformers.PodInformer
 	// Scales reads and writes /scale subresources; Mapper maps a target's
@@ -58,7 +59,7 @@ type Options struct {
 	// Handover tells this controller, when it starts, until when the
 	// previous leader reconciled; nil without leader election, and then a
 	// repeated recommendation is also written on its own once a minute
-	// (see HistoryAnnotation).
+	// (see source.HistoryAnnotation).
 	Handover Handover
 }
 
@@ -118,7 +119,7 @@ func New(o Options) (*Controller, error) {
 			clock: o.Clock, history: newHistoryStore(refresh), selectors: clustercache.NewSelectorTracker(),
 		},
 		queue: workqueue.NewTypedDelayingQueueWithConfig(
-			workqueue.TypedDelayingQueueConfig[string]{Name: "tidal-autoscaler", MetricsProvider: o.Monitor.Queue()},
+			workqueue.TypedDelayingQueueConfig[string]{Name: source.ComponentName, MetricsProvider: o.Monitor.Queue()},
 		),
 		cadence: newCadence(),
 		period:  o.SyncPeriod,

@@ -25,6 +25,7 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
 // metricValue is the value of the counter or gauge name whose labels are
@@ -89,7 +90,7 @@ func TestRunReconcilesNativeHPAs(t *testing.T) {
 	mon, err := monitor.New(reg)
 	must(t, err)
 	ctrl, err := New(Options{
-		Source: NativeSource(factory, kube.AutoscalingV2()), Pods: factory.Core().V1().Pods(),
+		Source: source.NativeSource(factory, kube.AutoscalingV2()), Pods: factory.Core().V1().Pods(),
 		Scales: scales, Mapper: mapper,
 		Metrics:  metrics.NewRESTClient(resourceMetricsFake(w).MetricsV1beta1(), customMetricsFake(w), externalMetricsFake(w)),
 		Recorder: record.NewFakeRecorder(100), Decision: decision.DefaultConfig(), SyncPeriod: time.Hour, Monitor: mon,
@@ -182,7 +183,7 @@ func TestQueueing(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, ModeNative, world{})
+			f := newFixture(t, source.ModeNative, world{})
 			c := f.ctrl
 			defer c.queue.ShutDown()
 			tt.act(c)
@@ -194,7 +195,7 @@ func TestQueueing(t *testing.T) {
 }
 
 func TestDeleteForgetsTheObject(t *testing.T) {
-	f := newFixture(t, ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000), podMetrics: milliByPod(500)},
+	f := newFixture(t, source.ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000), podMetrics: milliByPod(500)},
 		newHPA("web", nil, 10, cpuUtilization(50)))
 	_ = f.reconcile("web")
 	if f.ctrl.r.history.len() != 1 {

@@ -9,12 +9,12 @@
 // metrics.Client) -> package decision (branching, combination,
 // normalization). Package monitor is the controller's own Prometheus metrics.
 //
-// Both modes share the reconciler through Source (list, get and write the
-// objects of one kind) and Object (spec and status of one object).
+// Both modes share the reconciler through source.Source (list, get and write the
+// objects of one kind) and source.Object (spec and status of one object).
 //
 // Where tidal reads the cluster differently from upstream, the decisions
 // stay the same and the API traffic drops: scales of the built-in kinds
 // come from informers (clustercache.ScaleCache), a namespace's PodMetrics are listed
 // once for all its autoscalers (package metrics), and the stabilization
-// history goes with the status write (HistoryAnnotation).
+// history goes with the status write (source.HistoryAnnotation).
 package controller

@@ -9,10 +9,11 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
 // tidalStatus is status.tidal of obj: the printed columns and why.
-func tidalStatus(obj Object, why *v1alpha1.Decision) *v1alpha1.TidalStatus {
+func tidalStatus(obj source.Object, why *v1alpha1.Decision) *v1alpha1.TidalStatus {
 	spec := obj.HPASpec()
 	return &v1alpha1.TidalStatus{
 		Reference: spec.ScaleTargetRef.Kind + "/" + spec.ScaleTargetRef.Name,

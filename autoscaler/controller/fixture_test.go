@@ -39,6 +39,7 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
 const ns = "default"
@@ -73,19 +74,19 @@ func (h staticHandover) PredecessorAlive() time.Time { return time.Time(h) }
 // fixture is a reconciler wired to fake clients, in one mode.
 type fixture struct {
 	t        *testing.T
-	mode     Mode
+	mode     source.Mode
 	kube     *fake.Clientset
 	dyn      *dynamicfake.FakeDynamicClient
 	scales   *scalefake.FakeScaleClient
 	recorder *record.FakeRecorder
 	ctrl     *Controller
-	source   Source
+	source   source.Source
 	// scaleUpdates are the replica counts written to /scale.
 	scaleUpdates []int32
 	scaleGets    int
 }
 
-func newFixture(t *testing.T, mode Mode, w world, hpas ...*autoscalingv2.HorizontalPodAutoscaler) *fixture {
+func newFixture(t *testing.T, mode source.Mode, w world, hpas ...*autoscalingv2.HorizontalPodAutoscaler) *fixture {
 	t.Helper()
 	f := &fixture{t: t, mode: mode, recorder: record.NewFakeRecorder(100)}
 
@@ -97,14 +98,14 @@ func newFixture(t *testing.T, mode Mode, w world, hpas ...*autoscalingv2.Horizon
 		seeded := make([]*autoscalingv2.HorizontalPodAutoscaler, 0, len(hpas))
 		for _, h := range hpas {
 			h = h.DeepCopy()
-			if mode == ModeNative {
-				hpaObject{h}.SetPersistedHistory(w.history)
+			if mode == source.ModeNative {
+				source.ObjectOfHPA(h).SetPersistedHistory(w.history)
 			}
 			seeded = append(seeded, h)
 		}
 		hpas = seeded
 	}
-	if mode == ModeNative {
+	if mode == source.ModeNative {
 		for _, h := range hpas {
 			kubeObjs = append(kubeObjs, h.DeepCopy())
 		}
@@ -116,12 +117,12 @@ func newFixture(t *testing.T, mode Mode, w world, hpas ...*autoscalingv2.Horizon
 	}
 
 	switch mode {
-	case ModeNative:
-		f.source = NativeSource(factory, f.kube.AutoscalingV2())
+	case source.ModeNative:
+		f.source = source.NativeSource(factory, f.kube.AutoscalingV2())
 		for _, h := range hpas {
 			must(t, f.source.Informer().GetIndexer().Add(h.DeepCopy()))
 		}
-	case ModeCRD:
+	case source.ModeCRD:
 		scheme := runtime.NewScheme()
 		must(t, v1alpha1.AddToScheme(scheme))
 		var objs []runtime.Object
@@ -133,7 +134,7 @@ func newFixture(t *testing.T, mode Mode, w world, hpas ...*autoscalingv2.Horizon
 		// The informer is never run: the tests put objects in its cache.
 		inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &v1alpha1.HorizontalAutoscaler{}, 0,
 			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-		f.source = &crdSource{informer: inf, writer: dynamicStatusWriter{f.dyn}}
+		f.source = source.CRDSourceWith(inf, dynamicStatusWriter{f.dyn})
 		for _, h := range hpas {
 			must(t, f.source.Informer().GetIndexer().Add(toHA(h, w.history)))
 		}
@@ -191,7 +192,7 @@ func (w dynamicStatusWriter) UpdateStatus(ctx context.Context, ha *v1alpha1.Hori
 	}
 	u := &unstructured.Unstructured{Object: m}
 	u.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind(v1alpha1.Kind))
-	_, err = w.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ha.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: fieldManager})
+	_, err = w.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ha.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: source.FieldManager})
 	return err
 }
 
@@ -205,7 +206,7 @@ func toHA(h *autoscalingv2.HorizontalPodAutoscaler, history string) *v1alpha1.Ho
 		Status:     v1alpha1.HorizontalAutoscalerStatus{HorizontalPodAutoscalerStatus: *h.Status.DeepCopy()},
 	}
 	if history != "" {
-		haObject{ha}.SetPersistedHistory(history)
+		source.ObjectOfHA(ha).SetPersistedHistory(history)
 	}
 	return ha
 }
@@ -281,19 +282,19 @@ func (f *fixture) reconcile(name string) error {
 }
 
 // stored returns the object as the API server holds it.
-func (f *fixture) stored(name string) Object {
+func (f *fixture) stored(name string) source.Object {
 	f.t.Helper()
 	switch f.mode {
-	case ModeNative:
+	case source.ModeNative:
 		h, err := f.kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(context.Background(), name, metav1.GetOptions{})
 		must(f.t, err)
-		return hpaObject{h}
+		return source.ObjectOfHPA(h)
 	default:
 		u, err := f.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 		must(f.t, err)
 		ha := &v1alpha1.HorizontalAutoscaler{}
 		must(f.t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ha))
-		return haObject{ha}
+		return source.ObjectOfHA(ha)
 	}
 }
 
@@ -306,7 +307,7 @@ func (f *fixture) sync(name string) {
 // statusUpdates counts the writes of the status subresource.
 func (f *fixture) statusUpdates() int {
 	var actions []k8stesting.Action
-	if f.mode == ModeNative {
+	if f.mode == source.ModeNative {
 		actions = f.kube.Actions()
 	} else {
 		actions = f.dyn.Actions()

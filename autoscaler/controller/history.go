@@ -10,51 +10,9 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
 )
 
-// HistoryAnnotation holds the compacted behavior.History of a native
-// HorizontalPodAutoscaler (behavior.History.Encode); a HorizontalAutoscaler
-// keeps it in status.tidal.history. With it a restarted controller or a new
-// leader decides as the controller that never stopped would have.
-//
-// Why on the autoscaler itself (and not in a ConfigMap):
-//   - it lives and dies with the object: no garbage to collect when the
-//     autoscaler is deleted, no cross-object store that all autoscalers of a
-//     namespace would contend for, and the informer the controller already
-//     runs delivers it, so seeding costs no extra read;
-//   - it is written by the status update the reconcile makes anyway (an
-//     HPA's status update keeps metadata changes; a custom resource's keeps
-//     only the status, hence the status field), so it costs no request of
-//     its own when the status changes.
-//
-// Writes are kept few: the history is compacted first (entries that can no
-// longer change a decision are dropped: see behavior.History.Compact, which
-// also bounds the size), and compared with the last one persisted after
-// compacting both at the same time (so entries merely expiring never cause
-// a write). When the status is written anyway, a changed history goes with
-// it. A change in more than the time of the newest recommendation (a new
-// value, a scale event) is written at once, with a status write of its own
-// if need be. A recommendation merely repeated is not written on its own:
-//
-//   - With leader election (Handover), the stored history is exact as of
-//     the last status write, and afterwards every reconcile kept the
-//     status as written. So when that status says the autoscaler was
-//     computing recommendations (AbleToScale and ScalingActive true), each
-//     reconcile since repeated the newest stored recommendation (any other
-//     value would have been written at once), until the previous leader
-//     stopped. A new leader learns when that was from the Lease (its last
-//     renewal, or its release) and continues the newest recommendation
-//     until then: see historyStore.get. In steady state nothing is
-//     written, and the newest recommendation a new leader sees is at most
-//     about a sync period older than the one the old leader last made.
-//   - Without leader election nothing tells a restarted controller when
-//     its predecessor stopped, so the history is also written on its own
-//     once the newest recommendation's time has moved by historyRefresh:
-//     the newest recommendation a restarted controller sees is at most
-//     historyRefresh older than the one last made.
-const HistoryAnnotation = "autoscaling.tidal.dev/history"
-
 // historyStore keeps the recommendations and scale events of every
 // autoscaler in memory, keyed by object UID, as upstream does, and seeds
-// each entry from HistoryAnnotation on first sight of the object after a
+// each entry from source.HistoryAnnotation on first sight of the object after a
 // restart or failover. A deleted and recreated object starts afresh (new
 // UID).
 type historyStore struct {
@@ -92,10 +50,10 @@ func (s *historyStore) succeed(predecessorAlive time.Time) {
 }
 
 // get returns the history entry of the object key with uid. On first sight
-// it is seeded from annotation (the object's HistoryAnnotation value, ""
+// it is seeded from annotation (the object's source.HistoryAnnotation value, ""
 // when absent) compacted with ret at now: entries older than their window
 // or period are dropped. When the stored status says the autoscaler was
-// recommending (see HistoryAnnotation) and the previous leader was alive
+// recommending (see source.HistoryAnnotation) and the previous leader was alive
 // later than the newest stored recommendation, that recommendation is
 // continued until then (never past now). An unparsable annotation is
 // reported in err and ignored (the history starts empty, as upstream's).
@@ -132,7 +90,7 @@ func (s *historyStore) get(key string, uid types.UID, annotation string, recomme
 
 // historyRefresh is how far the newest recommendation's time may move
 // before the history is written on its own, without leader election (see
-// HistoryAnnotation).
+// source.HistoryAnnotation).
 const historyRefresh = time.Minute
 
 // persistence says whether and how urgently the history must be written.

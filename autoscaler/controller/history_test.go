@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
 // restartRun is one controller over the steps of TestRestartKeepsDecisions.
@@ -283,7 +284,7 @@ func TestToPersist(t *testing.T) {
 		persisted *behavior.History
 		current   behavior.History
 		want      persistence
-		// leaderElected: no refresh interval (see HistoryAnnotation).
+		// leaderElected: no refresh interval (see source.HistoryAnnotation).
 		leaderElected bool
 	}{
 		{name: "nothing recorded, nothing stored", current: behavior.History{}, want: persistNone},
@@ -383,9 +384,9 @@ func TestToPersist(t *testing.T) {
 func TestHistorySeededFromAnnotation(t *testing.T) {
 	stored := behavior.History{Recommendations: []behavior.Recommendation{{Replicas: 7, Time: now.Add(-time.Minute)}}}.Encode()
 	hpa := newHPA("web", ptr.To[int32](1), 10, podsMetric("rps", "10"))
-	hpa.Annotations = map[string]string{HistoryAnnotation: stored}
+	hpa.Annotations = map[string]string{source.HistoryAnnotation: stored}
 	w := world{scale: newScale(7, 7, "app=web"), pods: pods(100, 100, 100), customPods: milliByPod(1000, 1000, 1000)}
-	f := newFixture(t, ModeCRD, w, hpa)
+	f := newFixture(t, source.ModeCRD, w, hpa)
 	must(t, f.reconcile("web"))
 	// The load wants 1, the seeded 7 of a minute ago holds the scale-down.
 	if len(f.scaleUpdates) != 0 {
@@ -403,8 +404,8 @@ func TestHistorySeededFromAnnotation(t *testing.T) {
 func TestInvalidHistoryAnnotationIsIgnored(t *testing.T) {
 	w := world{scale: newScale(3, 3, "app=web"), pods: pods(100, 100, 100), customPods: milliByPod(10000, 10000, 10000)}
 	hpa := newHPA("web", ptr.To[int32](1), 10, podsMetric("rps", "10"))
-	hpa.Annotations = map[string]string{HistoryAnnotation: "{not json"}
-	f := newFixture(t, ModeNative, w, hpa)
+	hpa.Annotations = map[string]string{source.HistoryAnnotation: "{not json"}
+	f := newFixture(t, source.ModeNative, w, hpa)
 	must(t, f.reconcile("web"))
 	h, err := behavior.Decode(f.stored("web").PersistedHistory())
 	must(t, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
 // errSpec marks errors caused by the autoscaler's spec (label error=spec);
@@ -45,7 +46,7 @@ func defaultMetrics() []autoscalingv2.MetricSpec {
 // reconciler reconciles one autoscaler at a time, as upstream's
 // reconcileAutoscaler does.
 type reconciler struct {
-	source Source
+	source source.Source
 	// pods is the pod informer's indexer, with clustercache.PodIndexers.
 	pods      cache.Indexer
 	scales    *scaler
@@ -79,8 +80,8 @@ func (r *reconciler) reconcileKey(ctx context.Context, key string) (deleted bool
 
 // step is the state of one reconcile.
 type step struct {
-	obj      Object
-	original Object
+	obj      source.Object
+	original source.Object
 	key      string
 	ref      string // Kind/namespace/name of the target, for errors
 	now      metav1.Time
@@ -90,7 +91,7 @@ type step struct {
 	retention behavior.Retention
 }
 
-func (r *reconciler) reconcile(ctx context.Context, obj Object, key string) (retErr error) {
+func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key string) (retErr error) {
 	action := monitor.ActionNone
 	start := r.clock.Now()
 	defer func() {
@@ -223,7 +224,7 @@ func (r *reconciler) reconcile(ctx context.Context, obj Object, key string) (ret
 
 // recommending reports whether a stored status says its reconcile
 // computed a recommendation: it read the scale and at least one metric
-// (see HistoryAnnotation).
+// (see source.HistoryAnnotation).
 func recommending(st *autoscalingv2.HorizontalPodAutoscalerStatus) bool {
 	able, active := false, false
 	for _, c := range st.Conditions {
@@ -248,7 +249,7 @@ func (r *reconciler) failedGetScale(ctx context.Context, s *step, err error) {
 
 // setStatus replaces the status as upstream's setStatus does, keeping
 // lastScaleTime (unless scaledAt is set) and the conditions.
-func setStatus(obj Object, current, desired int32, statuses []autoscalingv2.MetricStatus, scaledAt *metav1.Time) {
+func setStatus(obj source.Object, current, desired int32, statuses []autoscalingv2.MetricStatus, scaledAt *metav1.Time) {
 	st := obj.HPAStatus()
 	last := st.LastScaleTime
 	if scaledAt != nil {
@@ -266,7 +267,7 @@ func setStatus(obj Object, current, desired int32, statuses []autoscalingv2.Metr
 
 // writeStatus sets tidal's status block (for kinds that have one) and
 // writes the status when it differs from the one read at the start, or
-// when the history must be persisted (see HistoryAnnotation).
+// when the history must be persisted (see source.HistoryAnnotation).
 func (r *reconciler) writeStatus(ctx context.Context, s *step, why *v1alpha1.Decision) error {
 	s.obj.SetTidalStatus(tidalStatus(s.obj, why))
 	var (

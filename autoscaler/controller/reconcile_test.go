@@ -9,9 +9,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
-var modes = []Mode{ModeNative, ModeCRD}
+var modes = []source.Mode{source.ModeNative, source.ModeCRD}
 
 // wantCondition is a condition's expected status and reason.
 type wantCondition struct {
@@ -313,11 +314,11 @@ func TestTidalStatusExplainsTheDecision(t *testing.T) {
 	hpa := newHPA("web", ptr.To[int32](1), 2000, cpuUtilization(10), podsMetric("rps", "1"))
 	w := world{scale: newScale(3, 3, "app=web"), pods: pods(1000, 1000, 1000),
 		podMetrics: milliByPod(100, 100, 100), customPods: milliByPod(333000, 333000, 334000)}
-	f := newFixture(t, ModeCRD, w, hpa)
+	f := newFixture(t, source.ModeCRD, w, hpa)
 	if err := f.reconcile("web"); err != nil {
 		t.Fatal(err)
 	}
-	ha := f.stored("web").(haObject)
+	ha := f.stored("web").Runtime().(*v1alpha1.HorizontalAutoscaler)
 	got := ha.Status.Tidal
 	if got == nil || got.Decision == nil {
 		t.Fatalf("status.tidal = %+v", got)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
 // resettable is a RESTMapper whose cached discovery can be refreshed, such
@@ -75,7 +76,7 @@ func (s *scaler) get(ctx context.Context, namespace, name string, mappings []*me
 func (s *scaler) update(ctx context.Context, namespace string, gr schema.GroupResource, sc *autoscalingv1.Scale, replicas int32) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		sc.Spec.Replicas = replicas
-		written, err := s.scales.Scales(namespace).Update(ctx, gr, sc, metav1.UpdateOptions{FieldManager: fieldManager})
+		written, err := s.scales.Scales(namespace).Update(ctx, gr, sc, metav1.UpdateOptions{FieldManager: source.FieldManager})
 		if err == nil {
 			s.cache.Wrote(gr, namespace, sc.Name, written.ResourceVersion)
 			return nil

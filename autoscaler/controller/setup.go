@@ -32,23 +32,14 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
-)
-
-// Mode selects the objects to reconcile.
-type Mode string
-
-const (
-	// ModeCRD reconciles HorizontalAutoscalers (autoscaling.tidal.dev).
-	ModeCRD Mode = "crd"
-	// ModeNative reconciles autoscaling/v2 HorizontalPodAutoscalers.
-	ModeNative Mode = "native"
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
 // ClusterConfig is what a Runner needs to reconcile a real cluster.
 type ClusterConfig struct {
 	REST     *rest.Config
 	Client   kubernetes.Interface
-	Mode     Mode
+	Mode     source.Mode
 	Decision decision.Config
 	// SyncPeriod and Workers are --horizontal-pod-autoscaler-sync-period
 	// and --concurrent-horizontal-pod-autoscaler-syncs.
@@ -127,20 +118,18 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 	r.start = append(r.start, scaleCache.Start)
 	r.shutdown = append(r.shutdown, scaleFactory.Shutdown)
 
-	var source Source
-	component := "tidal-autoscaler"
+	var src source.Source
 	switch c.Mode {
-	case ModeNative:
-		source = NativeSource(factory, c.Client.AutoscalingV2())
-		component = "horizontal-pod-autoscaler"
-	case ModeCRD:
-		client, err := NewHorizontalAutoscalerClient(c.REST)
+	case source.ModeNative:
+		src = source.NativeSource(factory, c.Client.AutoscalingV2())
+	case source.ModeCRD:
+		client, err := source.NewHorizontalAutoscalerClient(c.REST)
 		if err != nil {
 			return nil, fmt.Errorf("HorizontalAutoscaler client: %w", err)
 		}
-		source = CRDSource(client, c.SyncPeriod)
+		src = source.CRDSource(client, c.SyncPeriod)
 		var informerDone sync.WaitGroup
-		r.start = append(r.start, func(stop <-chan struct{}) { informerDone.Go(func() { source.Informer().Run(stop) }) })
+		r.start = append(r.start, func(stop <-chan struct{}) { informerDone.Go(func() { src.Informer().Run(stop) }) })
 		r.shutdown = append(r.shutdown, informerDone.Wait)
 	default:
 		return nil, fmt.Errorf("unknown mode %q", c.Mode)
@@ -157,9 +146,9 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	r.scheme, r.component = scheme, component
+	r.scheme, r.component = scheme, c.Mode.EventComponent()
 	r.options = Options{
-		Source: source, Pods: factory.Core().V1().Pods(),
+		Source: src, Pods: factory.Core().V1().Pods(),
 		Scales: scales, Mapper: mapper, ScaleCache: scaleCache,
 		Metrics:  metrics.NewRESTClient(resourceMetrics.MetricsV1beta1(), customMetrics, externalMetrics),
 		Decision: c.Decision, SyncPeriod: c.SyncPeriod, Monitor: mon,

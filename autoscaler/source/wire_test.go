@@ -1,4 +1,4 @@
-package controller
+package source
 
 import (
 	"bytes"
@@ -29,6 +29,12 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 )
 
+func cpuUtilization(target int32) autoscalingv2.MetricSpec {
+	return autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+		Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To(target)},
+	}}
+}
+
 // wireHA is a HorizontalAutoscaler as the apiserver sends it after one of
 // the controller's status writes: managed fields, a cpu metric, three
 // conditions and tidal's explanation.
@@ -47,7 +53,7 @@ func wireHA(i int) *v1alpha1.HorizontalAutoscaler {
 			ResourceVersion: fmt.Sprint(100000 + i), Generation: 1, CreationTimestamp: t,
 			ManagedFields: []metav1.ManagedFieldsEntry{
 				{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "autoscaling.tidal.dev/v1alpha1", Time: &t, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(spec)},
-				{Manager: fieldManager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "autoscaling.tidal.dev/v1alpha1", Time: &t, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(status), Subresource: "status"},
+				{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "autoscaling.tidal.dev/v1alpha1", Time: &t, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(status), Subresource: "status"},
 			},
 		},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{

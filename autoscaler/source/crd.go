@@ -1,0 +1,137 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
+)
+
+// haObject is a tidal HorizontalAutoscaler.
+type haObject struct {
+	*v1alpha1.HorizontalAutoscaler
+}
+
+var _ Object = haObject{}
+
+func (o haObject) Runtime() runtime.Object { return o.HorizontalAutoscaler }
+func (o haObject) HPASpec() *autoscalingv2.HorizontalPodAutoscalerSpec {
+	return &o.Spec
+}
+func (o haObject) HPAStatus() *autoscalingv2.HorizontalPodAutoscalerStatus {
+	return &o.Status.HorizontalPodAutoscalerStatus
+}
+func (o haObject) SetTidalStatus(t *v1alpha1.TidalStatus) { o.Status.Tidal = t }
+func (o haObject) StatusEqual(other Object) bool {
+	ha, ok := other.(haObject)
+	return ok && apiequality.Semantic.DeepEqual(&o.Status, &ha.Status)
+}
+func (o haObject) DeepCopy() Object {
+	return haObject{o.HorizontalAutoscaler.DeepCopy()}
+}
+
+// A custom resource's status update drops metadata changes, so the
+// history is a status field; the annotation, where an earlier tidal kept
+// it, is read when the field is empty.
+func (o haObject) PersistedHistory() string {
+	if o.Status.Tidal != nil && o.Status.Tidal.History != "" {
+		return o.Status.Tidal.History
+	}
+	return o.Annotations[HistoryAnnotation]
+}
+func (o haObject) SetPersistedHistory(value string) {
+	if o.Status.Tidal == nil {
+		o.Status.Tidal = &v1alpha1.TidalStatus{}
+	}
+	o.Status.Tidal.History = value
+}
+
+// ObjectOfHA is the Object of ha, which it modifies in place.
+func ObjectOfHA(ha *v1alpha1.HorizontalAutoscaler) Object { return haObject{ha} }
+
+// them to and from the typed object on every reconcile, cost more CPU than
+// the rest of a reconcile.
+type crdSource struct {
+	informer cache.SharedIndexInformer
+	writer   StatusWriter
+}
+
+// StatusWriter writes a HorizontalAutoscaler's status subresource.
+type StatusWriter interface {
+	UpdateStatus(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler) error
+}
+
+// CRDSourceWith reconciles the HorizontalAutoscalers of informer, writing
+// their status with writer: for tests, and for transports other than
+// NewHorizontalAutoscalerClient's. The caller runs the informer.
+func CRDSourceWith(informer cache.SharedIndexInformer, writer StatusWriter) Source {
+	return &crdSource{informer: informer, writer: writer}
+}
+
+// through client (see NewHorizontalAutoscalerClient); its informer
+// resyncs every resync and caches objects without their managed fields
+// (StripManagedFields). Run the informer (Informer().RunWithContext).
+func CRDSource(client rest.Interface, resync time.Duration) Source {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			list := &v1alpha1.HorizontalAutoscalerList{}
+			err := client.Get().Resource(v1alpha1.Resource).VersionedParams(&opts, haParams).Do(ctx).Into(list)
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.Watch = true
+			return client.Get().Resource(v1alpha1.Resource).VersionedParams(&opts, haParams).Watch(ctx)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(lw, &v1alpha1.HorizontalAutoscaler{}, resync,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	_ = inf.SetTransform(clustercache.StripManagedFields) // fails only once started
+	return &crdSource{informer: inf, writer: restStatusWriter{client}}
+}
+
+type restStatusWriter struct{ client rest.Interface }
+
+// UpdateStatus sends the object and does not decode the answer: the
+// informer delivers the written object.
+func (w restStatusWriter) UpdateStatus(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler) error {
+	return w.client.Put().Namespace(ha.Namespace).Resource(v1alpha1.Resource).Name(ha.Name).SubResource("status").
+		VersionedParams(&metav1.UpdateOptions{FieldManager: FieldManager}, haParams).
+		Body(ha).Do(ctx).Error()
+}
+
+func (s *crdSource) Kind() string                        { return v1alpha1.Kind }
+func (s *crdSource) Informer() cache.SharedIndexInformer { return s.informer }
+
+func (s *crdSource) Get(namespace, name string) (Object, error) {
+	obj, exists, err := s.informer.GetIndexer().GetByKey(namespace + "/" + name)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, apierrors.NewNotFound(v1alpha1.GroupVersionResource.GroupResource(), name)
+	}
+	ha, ok := obj.(*v1alpha1.HorizontalAutoscaler)
+	if !ok {
+		return nil, fmt.Errorf("%s %s/%s: informer returned a %T", v1alpha1.Kind, namespace, name, obj)
+	}
+	return haObject{ha.DeepCopy()}, nil
+}
+
+func (s *crdSource) UpdateStatus(ctx context.Context, obj Object) error {
+	ha, ok := obj.(haObject)
+	if !ok {
+		return fmt.Errorf("crd mode cannot write a %T", obj.Runtime())
+	}
+	return s.writer.UpdateStatus(ctx, ha.HorizontalAutoscaler)
+}

@@ -1,0 +1,117 @@
+package source
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/rest"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/autoscaler/internal/jsonmeta"
+)
+
+var (
+	haScheme = func() *runtime.Scheme {
+		s := runtime.NewScheme()
+		utilruntime.Must(v1alpha1.AddToScheme(s))
+		return s
+	}()
+	haParams = runtime.NewParameterCodec(haScheme)
+)
+
+// haJSON is the HorizontalAutoscaler client's only serializer:
+// apimachinery's JSON serializer, as CodecFactory.WithoutConversion builds
+// it, except that a document's kind is read by jsonmeta, and so are a
+// watch event's envelope and the frames of the watch stream. Every write
+// of the controller comes back through the watch; without those full
+// encoding/json passes (framing the stream, the kind of the event, then of
+// its object, and the envelope's own) a watch stream decodes faster
+// (BenchmarkWatchDecode).
+type haJSON struct{ info runtime.SerializerInfo }
+
+func newHAJSON() haJSON {
+	s := kjson.NewSerializerWithOptions(jsonmeta.MetaFactory{}, haScheme, haScheme, kjson.SerializerOptions{})
+	return haJSON{runtime.SerializerInfo{
+		MediaType:        runtime.ContentTypeJSON,
+		MediaTypeType:    "application",
+		MediaTypeSubType: "json",
+		EncodesAsText:    true,
+		Serializer:       s,
+		StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: eventSerializer{Serializer: s}, Framer: jsonmeta.Framer},
+	}}
+}
+
+// eventSerializer decodes watch events with jsonmeta.Event, and anything
+// else (or an event it cannot be sure of) with the JSON serializer. Its
+// input is a frame of a watch stream, which jsonmeta.Framer has not
+// validated: Event and the object's decoder do. The object's
+// metadata.managedFields are cut out before it is decoded (and not
+// validated): the informer would drop them (StripManagedFields), and they
+// are 40% of the bytes of the controller's own writes coming back.
+type eventSerializer struct {
+	runtime.Serializer
+	// keepManagedFields decodes them too (for BenchmarkWatchDecode).
+	keepManagedFields bool
+}
+
+// watchEventKind is what the JSON serializer reports decoding a
+// WatchEvent as (the scheme's first kind for the type).
+var watchEventKind = func() schema.GroupVersionKind {
+	kinds, _, err := haScheme.ObjectKinds(&metav1.WatchEvent{})
+	utilruntime.Must(err)
+	return kinds[0]
+}()
+
+func (s eventSerializer) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if ev, ok := into.(*metav1.WatchEvent); ok {
+		if typ, obj, ok := jsonmeta.Event(data); ok {
+			ev.Type = typ
+			ev.Object = runtime.RawExtension{}
+			// A copy either way, as it must be: frames' buffers are reused.
+			if slim, ok := s.withoutManagedFields(obj); ok {
+				ev.Object.Raw = slim
+			} else if obj != nil {
+				ev.Object.Raw = append([]byte(nil), obj...)
+			}
+			gvk := watchEventKind
+			return into, &gvk, nil
+		}
+	}
+	return s.Serializer.Decode(data, defaults, into)
+}
+
+// withoutManagedFields is jsonmeta.WithoutManagedFields, unless the
+// managed fields are kept (then it does not look for them).
+func (s eventSerializer) withoutManagedFields(obj []byte) ([]byte, bool) {
+	if s.keepManagedFields {
+		return nil, false
+	}
+	return jsonmeta.WithoutManagedFields(obj)
+}
+
+func (n haJSON) SupportedMediaTypes() []runtime.SerializerInfo {
+	return []runtime.SerializerInfo{n.info}
+}
+
+func (n haJSON) EncoderForVersion(e runtime.Encoder, gv runtime.GroupVersioner) runtime.Encoder {
+	return runtime.WithVersionEncoder{Version: gv, Encoder: e, ObjectTyper: haScheme}
+}
+
+func (n haJSON) DecoderToVersion(d runtime.Decoder, _ runtime.GroupVersioner) runtime.Decoder {
+	return runtime.WithoutVersionDecoder{Decoder: d}
+}
+
+// NewHorizontalAutoscalerClient returns a REST client for
+// autoscaling.tidal.dev/v1alpha1 speaking JSON (custom resources have no
+// protobuf) with cfg's credentials and rate limits.
+func NewHorizontalAutoscalerClient(cfg *rest.Config) (rest.Interface, error) {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &v1alpha1.SchemeGroupVersion
+	c.APIPath = "/apis"
+	c.ContentType = runtime.ContentTypeJSON
+	c.AcceptContentTypes = runtime.ContentTypeJSON
+	c.NegotiatedSerializer = newHAJSON()
+	return rest.RESTClientFor(c)
+}

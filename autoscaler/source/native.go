@@ -1,0 +1,88 @@
+package source
+
+import (
+	"context"
+	"fmt"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	autoscalingclient "k8s.io/client-go/kubernetes/typed/autoscaling/v2"
+	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+)
+
+// hpaObject is an autoscaling/v2 HorizontalPodAutoscaler.
+type hpaObject struct {
+	*autoscalingv2.HorizontalPodAutoscaler
+}
+
+var _ Object = hpaObject{}
+
+func (o hpaObject) Runtime() runtime.Object { return o.HorizontalPodAutoscaler }
+func (o hpaObject) HPASpec() *autoscalingv2.HorizontalPodAutoscalerSpec {
+	return &o.Spec
+}
+func (o hpaObject) HPAStatus() *autoscalingv2.HorizontalPodAutoscalerStatus {
+	return &o.Status
+}
+func (o hpaObject) SetTidalStatus(*v1alpha1.TidalStatus) {}
+func (o hpaObject) StatusEqual(other Object) bool {
+	return apiequality.Semantic.DeepEqual(o.HPAStatus(), other.HPAStatus())
+}
+func (o hpaObject) DeepCopy() Object {
+	return hpaObject{o.HorizontalPodAutoscaler.DeepCopy()}
+}
+
+// An HPA's status update keeps metadata changes (its status strategy
+// resets only the spec), so the annotation travels with the status.
+func (o hpaObject) PersistedHistory() string { return o.Annotations[HistoryAnnotation] }
+func (o hpaObject) SetPersistedHistory(value string) {
+	if o.Annotations == nil {
+		o.Annotations = map[string]string{}
+	}
+	o.Annotations[HistoryAnnotation] = value
+}
+
+// ObjectOfHPA is the Object of hpa, which it modifies in place.
+func ObjectOfHPA(hpa *autoscalingv2.HorizontalPodAutoscaler) Object { return hpaObject{hpa} }
+
+// nativeSource reconciles autoscaling/v2 HorizontalPodAutoscalers.
+type nativeSource struct {
+	informer cache.SharedIndexInformer
+	lister   autoscalinglisters.HorizontalPodAutoscalerLister
+	client   autoscalingclient.HorizontalPodAutoscalersGetter
+}
+
+// NativeSource reconciles autoscaling/v2 HorizontalPodAutoscalers from the
+// factory's informer, writing status through client.
+func NativeSource(factory informers.SharedInformerFactory, client autoscalingclient.HorizontalPodAutoscalersGetter) Source {
+	inf := factory.Autoscaling().V2().HorizontalPodAutoscalers()
+	return &nativeSource{informer: inf.Informer(), lister: inf.Lister(), client: client}
+}
+
+func (s *nativeSource) Kind() string                        { return "HorizontalPodAutoscaler" }
+func (s *nativeSource) Informer() cache.SharedIndexInformer { return s.informer }
+
+func (s *nativeSource) Get(namespace, name string) (Object, error) {
+	hpa, err := s.lister.HorizontalPodAutoscalers(namespace).Get(name)
+	if err != nil {
+		return nil, err
+	}
+	return hpaObject{hpa.DeepCopy()}, nil
+}
+
+func (s *nativeSource) UpdateStatus(ctx context.Context, obj Object) error {
+	hpa, ok := obj.(hpaObject)
+	if !ok {
+		return fmt.Errorf("native mode cannot write a %T", obj.Runtime())
+	}
+	_, err := s.client.HorizontalPodAutoscalers(hpa.Namespace).UpdateStatus(ctx, hpa.HorizontalPodAutoscaler, metav1.UpdateOptions{FieldManager: FieldManager})
+	return err
+}
+
+// crdSource reconciles HorizontalAutoscalers from a typed informer over a
