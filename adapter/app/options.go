@@ -149,18 +149,20 @@ func (o *Options) Validate() []error {
 	return errs
 }
 
-// Validate checks the rule options.
+// Validate checks the rule options and reports every problem, not only
+// the first.
 func (o *RulesOptions) Validate() []error {
 	errs := checkFile("--config", o.File)
 	if o.RelistInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--metrics-relist-interval must be positive, got %s", o.RelistInterval))
 	}
-	switch {
-	case o.MaxAge < 0:
+	if o.MaxAge < 0 {
 		errs = append(errs, fmt.Errorf("--metrics-max-age must not be negative, got %s", o.MaxAge))
-	case o.CheckInterval < 0:
+	}
+	if o.CheckInterval < 0 {
 		errs = append(errs, fmt.Errorf("--config-check-interval must not be negative, got %s", o.CheckInterval))
-	case o.MaxAge > 0 && o.MaxAge < o.RelistInterval:
+	}
+	if o.MaxAge > 0 && o.MaxAge < o.RelistInterval {
 		errs = append(errs, fmt.Errorf("--metrics-max-age (%s) must not be less than --metrics-relist-interval (%s), or series would drop out between relists; raise it or leave it unset", o.MaxAge, o.RelistInterval))
 	}
 	return errs

@@ -139,3 +139,43 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestRulesOptionsValidate: every problem of the rule flags is reported
+// together, as the rule loader reports every problem of a file.
+func TestRulesOptionsValidate(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	tests := []struct {
+		name string
+		opts RulesOptions
+		// want holds one substring per expected error, in order.
+		want []string
+	}{{
+		name: "valid",
+		opts: RulesOptions{RelistInterval: time.Minute, MaxAge: 5 * time.Minute, CheckInterval: 10 * time.Second},
+	}, {
+		name: "negative max age and check interval together",
+		opts: RulesOptions{RelistInterval: time.Minute, MaxAge: -time.Second, CheckInterval: -time.Second},
+		want: []string{"--metrics-max-age must not be negative", "--config-check-interval must not be negative"},
+	}, {
+		name: "check interval and max age below relist together",
+		opts: RulesOptions{RelistInterval: 5 * time.Minute, MaxAge: time.Minute, CheckInterval: -time.Second},
+		want: []string{"--config-check-interval must not be negative", "--metrics-max-age (1m0s) must not be less than --metrics-relist-interval (5m0s)"},
+	}, {
+		name: "every flag wrong",
+		opts: RulesOptions{File: missing, RelistInterval: 0, MaxAge: -time.Second, CheckInterval: -time.Second},
+		want: []string{"--config", "--metrics-relist-interval must be positive", "--metrics-max-age must not be negative", "--config-check-interval must not be negative"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := tt.opts.Validate()
+			if len(errs) != len(tt.want) {
+				t.Fatalf("got %d errors, want %d: %v", len(errs), len(tt.want), errs)
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(errs[i].Error(), w) {
+					t.Errorf("error %d = %q, want it to mention %q", i, errs[i], w)
+				}
+			}
+		})
+	}
+}
