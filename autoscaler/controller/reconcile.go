@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,9 +27,25 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
-// errSpec marks errors caused by the autoscaler's spec (label error=spec);
-// wrap it with %w after the message, as upstream does.
-var errSpec = errors.New("")
+// specError is an error caused by the autoscaler's spec (label
+// error=spec), as upstream's errSpec; any other error is internal. Its text
+// is the wrapped error's.
+type specError struct{ err error }
+
+func (e *specError) Error() string { return e.err.Error() }
+func (e *specError) Unwrap() error { return e.err }
+
+// errorLabel is the error label of a reconcile that returned err.
+func errorLabel(err error) string {
+	var spec *specError
+	switch {
+	case err == nil:
+		return monitor.ErrorNone
+	case errors.As(err, &spec):
+		return monitor.ErrorSpec
+	}
+	return monitor.ErrorInternal
+}
 
 // defaultMetrics is what the apiserver's autoscaling/v2 defaulting puts in
 // an empty spec.metrics: 80% average cpu utilization. A CRD default cannot
@@ -89,20 +106,24 @@ type step struct {
 	// status write from then on also persists it.
 	history   *historyEntry
 	retention behavior.Retention
+
+	// What the reconcile read and decided, set step by step.
+	metrics  []autoscalingv2.MetricSpec
+	scale    *autoscalingv1.Scale
+	resource schema.GroupResource
+	current  int32
+	in       decision.Input
+	mr       *metricsResult
+	d        decision.Decision
 }
 
+// reconcile is upstream's reconcileAutoscaler: read the target's scale,
+// compute the metrics, decide, rescale if need be, write the status.
 func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key string) (retErr error) {
 	action := monitor.ActionNone
 	start := r.clock.Now()
 	defer func() {
-		label := monitor.ErrorNone
-		switch {
-		case errors.Is(retErr, errSpec):
-			label = monitor.ErrorSpec
-		case retErr != nil:
-			label = monitor.ErrorInternal
-		}
-		r.monitor.ObserveReconciliation(action, label, r.clock.Since(start))
+		r.monitor.ObserveReconciliation(action, errorLabel(retErr), r.clock.Since(start))
 	}()
 
 	spec := obj.HPASpec()
@@ -110,103 +131,28 @@ func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key strin
 		obj: obj, original: obj.DeepCopy(), key: key, now: metav1.NewTime(start),
 		ref: fmt.Sprintf("%s/%s/%s", spec.ScaleTargetRef.Kind, obj.GetNamespace(), spec.ScaleTargetRef.Name),
 	}
-	if err := validateSpec(spec); err != nil {
-		r.recorder.Event(obj.Runtime(), corev1.EventTypeWarning, "InvalidSpec", err.Error())
-		setCondition(obj.HPAStatus(), invalidSpecCondition(err), s.now)
-		if werr := r.writeStatus(ctx, s, nil); werr != nil {
-			utilruntime.HandleError(werr)
-		}
-		return fmt.Errorf("invalid spec of %s %s: %v%w", r.source.Kind(), key, err, errSpec)
+	if err := r.checkSpec(ctx, s); err != nil {
+		return err
 	}
-	metrics := spec.Metrics
-	if len(metrics) == 0 {
-		metrics = defaultMetrics()
+	if err := r.readScale(ctx, s); err != nil {
+		return err
 	}
-
-	gv, err := schema.ParseGroupVersion(spec.ScaleTargetRef.APIVersion)
-	if err != nil {
-		r.failedGetScale(ctx, s, err)
-		return fmt.Errorf("invalid API version in scale target reference: %v%w", err, errSpec)
-	}
-	mappings, err := r.scales.mappings(schema.GroupKind{Group: gv.Group, Kind: spec.ScaleTargetRef.Kind})
-	if err != nil {
-		r.failedGetScale(ctx, s, err)
-		return fmt.Errorf("unable to determine resource for scale target reference: %w", err)
-	}
-	sc, gr, err := r.scales.get(ctx, obj.GetNamespace(), spec.ScaleTargetRef.Name, mappings)
-	if err != nil {
-		r.failedGetScale(ctx, s, err)
-		return fmt.Errorf("failed to query scale subresource for %s: %w", s.ref, err)
-	}
-	st := obj.HPAStatus()
-	setCondition(st, decision.SucceededGetScale(), s.now)
-	current := sc.Spec.Replicas
-
-	b := r.cfg.Behavior(spec.Behavior)
-	in := decision.Input{
-		Now: start, CurrentReplicas: current, MinReplicas: spec.MinReplicas, MaxReplicas: spec.MaxReplicas,
-		Behavior: b, ScaledToZero: scaledToZero(st), HasObjectOrExternalMetrics: decision.HasObjectOrExternalMetrics(metrics),
-	}
-	ret := behavior.RetentionFor(b, r.cfg.DownscaleStabilizationWindow)
-	entry, err := r.history.get(key, obj.GetUID(), obj.PersistedHistory(), recommending(s.original.HPAStatus()), ret, start)
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "Ignoring the persisted history", "kind", r.source.Kind(), "autoscaler", klog.KObj(obj))
-	}
-	hist := &entry.h
-	s.history, s.retention = entry, ret
-	var mr *metricsResult
-	if r.cfg.NeedsMetrics(in) {
-		res := r.computeMetrics(ctx, obj, key, sc, metrics, r.cfg.Tolerances(b), start)
-		mr = &res
-	}
-	var combined *decision.Combined
-	if mr != nil {
-		combined = &mr.combined
-	}
-	d := r.cfg.Decide(in, combined, hist)
-	setConditions(st, d.Conditions, s.now)
-	if d.RemoveScaledToZero {
-		removeCondition(st, autoscalingv2.ScaledToZero)
-	}
-	var statuses []autoscalingv2.MetricStatus
-	if mr != nil {
-		statuses = mr.statuses
-	}
-
-	if d.MetricsFailed {
-		setStatus(obj, current, st.DesiredReplicas, statuses, nil)
-		if werr := r.writeStatus(ctx, s, explain(metrics, current, st.DesiredReplicas, mr, d)); werr != nil {
-			utilruntime.HandleError(werr)
-		}
-		r.recorder.Event(obj.Runtime(), corev1.EventTypeWarning, "FailedComputeMetricsReplicas", d.Err.Error())
-		return fmt.Errorf("failed to compute desired number of replicas based on listed metrics for %s: %w", s.ref, d.Err)
+	r.recommend(ctx, s)
+	if s.d.MetricsFailed {
+		return r.metricsFailed(ctx, s)
 	}
 	// Some metrics failed but scaling proceeds on the others: report it.
-	retErr = d.Err
+	retErr = s.d.Err
 
-	desired := d.DesiredReplicas
+	desired := s.d.DesiredReplicas
 	var scaledAt *metav1.Time
-	if d.Rescale {
-		if err := r.scales.update(ctx, obj.GetNamespace(), gr, sc, desired); err != nil {
-			r.recorder.Event(obj.Runtime(), corev1.EventTypeWarning, "FailedRescale", decision.FailedRescaleMessage(desired, d.Reason, err))
-			setCondition(st, decision.RescaleFailed(err), s.now)
-			setStatus(obj, current, st.DesiredReplicas, statuses, nil)
-			if werr := r.writeStatus(ctx, s, explain(metrics, current, st.DesiredReplicas, mr, d)); werr != nil {
-				utilruntime.HandleError(werr)
-			}
-			return fmt.Errorf("failed to rescale %s: %w", s.ref, err)
+	if s.d.Rescale {
+		if err := r.rescale(ctx, s); err != nil {
+			return err
 		}
-		conds, remove := r.cfg.Rescaled(in, desired, hist)
-		setConditions(st, conds, s.now)
-		if remove {
-			removeCondition(st, autoscalingv2.ScaledToZero)
-		}
-		r.recorder.Event(obj.Runtime(), corev1.EventTypeNormal, "SuccessfulRescale", decision.SuccessfulRescaleMessage(desired, d.Reason))
-		klog.FromContext(ctx).Info("Successfully rescaled", "kind", r.source.Kind(), "autoscaler", klog.KObj(obj),
-			"currentReplicas", current, "desiredReplicas", desired, "reason", d.Reason)
 		scaledAt = &s.now
 		action = monitor.ActionScaleDown
-		if desired > current {
+		if desired > s.current {
 			action = monitor.ActionScaleUp
 		}
 	} else {
@@ -214,12 +160,134 @@ func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key strin
 			"scaleTarget", s.ref, "desiredReplicas", desired)
 	}
 
-	setStatus(obj, current, desired, statuses, scaledAt)
+	setStatus(obj, s.current, desired, s.statuses(), scaledAt)
 	r.monitor.ObserveDesiredReplicas(obj.GetNamespace(), obj.GetName(), desired)
-	if err := r.writeStatus(ctx, s, explain(metrics, current, desired, mr, d)); err != nil {
+	if err := r.writeStatus(ctx, s, s.explain(desired)); err != nil {
 		return err
 	}
 	return retErr
+}
+
+// checkSpec rejects an invalid spec: a Warning event, ScalingActive=False
+// and a status write.
+func (r *reconciler) checkSpec(ctx context.Context, s *step) error {
+	spec := s.obj.HPASpec()
+	if err := validateSpec(spec); err != nil {
+		r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "InvalidSpec", err.Error())
+		setCondition(s.obj.HPAStatus(), invalidSpecCondition(err), s.now)
+		if werr := r.writeStatus(ctx, s, nil); werr != nil {
+			utilruntime.HandleError(werr)
+		}
+		return &specError{fmt.Errorf("invalid spec of %s %s: %v", r.source.Kind(), s.key, err)}
+	}
+	s.metrics = spec.Metrics
+	if len(s.metrics) == 0 {
+		s.metrics = defaultMetrics()
+	}
+	return nil
+}
+
+// readScale reads the target's /scale (AbleToScale=True with
+// SucceededGetScale); on failure it records FailedGetScale.
+func (r *reconciler) readScale(ctx context.Context, s *step) error {
+	ref := s.obj.HPASpec().ScaleTargetRef
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		r.failedGetScale(ctx, s, err)
+		return &specError{fmt.Errorf("invalid API version in scale target reference: %v", err)}
+	}
+	mappings, err := r.scales.mappings(schema.GroupKind{Group: gv.Group, Kind: ref.Kind})
+	if err != nil {
+		r.failedGetScale(ctx, s, err)
+		return fmt.Errorf("unable to determine resource for scale target reference: %w", err)
+	}
+	sc, gr, err := r.scales.get(ctx, s.obj.GetNamespace(), ref.Name, mappings)
+	if err != nil {
+		r.failedGetScale(ctx, s, err)
+		return fmt.Errorf("failed to query scale subresource for %s: %w", s.ref, err)
+	}
+	setCondition(s.obj.HPAStatus(), decision.SucceededGetScale(), s.now)
+	s.scale, s.resource, s.current = sc, gr, sc.Spec.Replicas
+	return nil
+}
+
+// recommend reads the history, computes the metrics when the decision
+// needs them, and decides; the decision's conditions go into the status.
+func (r *reconciler) recommend(ctx context.Context, s *step) {
+	spec, st := s.obj.HPASpec(), s.obj.HPAStatus()
+	b := r.cfg.Behavior(spec.Behavior)
+	s.in = decision.Input{
+		Now: s.now.Time, CurrentReplicas: s.current, MinReplicas: spec.MinReplicas, MaxReplicas: spec.MaxReplicas,
+		Behavior: b, ScaledToZero: scaledToZero(st), HasObjectOrExternalMetrics: decision.HasObjectOrExternalMetrics(s.metrics),
+	}
+	ret := behavior.RetentionFor(b, r.cfg.DownscaleStabilizationWindow)
+	entry, err := r.history.get(s.key, s.obj.GetUID(), s.obj.PersistedHistory(), recommending(s.original.HPAStatus()), ret, s.now.Time)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Ignoring the persisted history", "kind", r.source.Kind(), "autoscaler", klog.KObj(s.obj))
+	}
+	s.history, s.retention = entry, ret
+	var combined *decision.Combined
+	if r.cfg.NeedsMetrics(s.in) {
+		res := r.computeMetrics(ctx, s.obj, s.key, s.scale, s.metrics, r.cfg.Tolerances(b), s.now.Time)
+		s.mr = &res
+		combined = &res.combined
+	}
+	s.d = r.cfg.Decide(s.in, combined, &entry.h)
+	setConditions(st, s.d.Conditions, s.now)
+	if s.d.RemoveScaledToZero {
+		removeCondition(st, autoscalingv2.ScaledToZero)
+	}
+}
+
+// metricsFailed records a decision that no metric could be computed: the
+// status keeps the desired count, and a Warning event says why.
+func (r *reconciler) metricsFailed(ctx context.Context, s *step) error {
+	st := s.obj.HPAStatus()
+	setStatus(s.obj, s.current, st.DesiredReplicas, s.statuses(), nil)
+	if werr := r.writeStatus(ctx, s, s.explain(st.DesiredReplicas)); werr != nil {
+		utilruntime.HandleError(werr)
+	}
+	r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "FailedComputeMetricsReplicas", s.d.Err.Error())
+	return fmt.Errorf("failed to compute desired number of replicas based on listed metrics for %s: %w", s.ref, s.d.Err)
+}
+
+// rescale writes the desired count to the target's /scale, with its
+// conditions and event; a failure is recorded in the status.
+func (r *reconciler) rescale(ctx context.Context, s *step) error {
+	st := s.obj.HPAStatus()
+	desired := s.d.DesiredReplicas
+	if err := r.scales.update(ctx, s.obj.GetNamespace(), s.resource, s.scale, desired); err != nil {
+		r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "FailedRescale", decision.FailedRescaleMessage(desired, s.d.Reason, err))
+		setCondition(st, decision.RescaleFailed(err), s.now)
+		setStatus(s.obj, s.current, st.DesiredReplicas, s.statuses(), nil)
+		if werr := r.writeStatus(ctx, s, s.explain(st.DesiredReplicas)); werr != nil {
+			utilruntime.HandleError(werr)
+		}
+		return fmt.Errorf("failed to rescale %s: %w", s.ref, err)
+	}
+	conds, remove := r.cfg.Rescaled(s.in, desired, &s.history.h)
+	setConditions(st, conds, s.now)
+	if remove {
+		removeCondition(st, autoscalingv2.ScaledToZero)
+	}
+	r.recorder.Event(s.obj.Runtime(), corev1.EventTypeNormal, "SuccessfulRescale", decision.SuccessfulRescaleMessage(desired, s.d.Reason))
+	klog.FromContext(ctx).Info("Successfully rescaled", "kind", r.source.Kind(), "autoscaler", klog.KObj(s.obj),
+		"currentReplicas", s.current, "desiredReplicas", desired, "reason", s.d.Reason)
+	return nil
+}
+
+// statuses are the metrics' status.currentMetrics; nil when none were
+// computed.
+func (s *step) statuses() []autoscalingv2.MetricStatus {
+	if s.mr == nil {
+		return nil
+	}
+	return s.mr.statuses
+}
+
+// explain is status.tidal.decision for desired.
+func (s *step) explain(desired int32) *v1alpha1.Decision {
+	return explain(s.metrics, s.current, desired, s.mr, s.d)
 }
 
 // recommending reports whether a stored status says its reconcile

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -340,5 +342,24 @@ func TestTidalStatusExplainsTheDecision(t *testing.T) {
 	want := []v1alpha1.Adjustment{{Reason: "ScaleUpLimit", From: 1000, To: 6}}
 	if len(d.Adjustments) != 1 || d.Adjustments[0].Reason != want[0].Reason || d.Adjustments[0].From != 1000 || d.Adjustments[0].To != 6 {
 		t.Errorf("adjustments = %+v, want %+v", d.Adjustments, want)
+	}
+}
+
+func TestErrorLabel(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"none", nil, "none"},
+		{"spec", &specError{errors.New("invalid spec of HorizontalAutoscaler default/web: maxReplicas (0) must be at least 1")}, "spec"},
+		{"spec wrapped", fmt.Errorf("reconciling: %w", &specError{errors.New("bad")}), "spec"},
+		{"internal", errors.New("failed to query scale subresource"), "internal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := errorLabel(tc.err); got != tc.want {
+				t.Errorf("errorLabel(%v) = %q, want %q", tc.err, got, tc.want)
+			}
+		})
 	}
 }
