@@ -1,6 +1,7 @@
 package prom
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -28,4 +29,72 @@ func TestCacheExpiresAndStaysBounded(t *testing.T) {
 	if _, ok := c.get("c"); ok {
 		t.Error("c served after its TTL")
 	}
+}
+
+// The cache benchmarks: go test -run '^$' -bench Cache -count 6 ./adapter/prom
+// before and after a change, compared with benchstat.
+
+// BenchmarkCacheGetHit is the common case: concurrent requests answered
+// from a few cached queries.
+func BenchmarkCacheGetHit(b *testing.B) {
+	c := newCache(time.Hour, 4096, time.Now)
+	keys := benchKeys(64)
+	for _, k := range keys {
+		c.put(k, model.Vector{{Value: 1}})
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, ok := c.get(keys[i%len(keys)]); !ok {
+				b.Fatal("miss")
+			}
+			i++
+		}
+	})
+}
+
+// BenchmarkCachePutFull adds distinct queries to a full cache, so that
+// every put evicts one.
+func BenchmarkCachePutFull(b *testing.B) {
+	const size = 4096
+	c := newCache(time.Hour, size, time.Now)
+	keys := benchKeys(2 * size)
+	v := model.Vector{{Value: 1}}
+	for _, k := range keys[:size] {
+		c.put(k, v)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c.put(keys[i%len(keys)], v)
+	}
+}
+
+// BenchmarkCacheMixed is concurrent gets with one put in eight, over twice
+// as many queries as the cache holds.
+func BenchmarkCacheMixed(b *testing.B) {
+	const size = 4096
+	c := newCache(time.Hour, size, time.Now)
+	keys := benchKeys(2 * size)
+	v := model.Vector{{Value: 1}}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			k := keys[(i*7919)%len(keys)]
+			if _, ok := c.get(k); !ok && i%8 == 0 {
+				c.put(k, v)
+			}
+			i++
+		}
+	})
+}
+
+func benchKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf(`sum by (pod) (rate(http_requests_total{namespace="ns",pod=~"web-%d"}[2m]))`, i)
+	}
+	return keys
 }
