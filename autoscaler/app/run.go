@@ -24,7 +24,8 @@ import (
 // lost or the probe server fails, so the process restarts. Run may be
 // called once per Config.
 func (c *Config) Run(ctx context.Context) error {
-	klog.InfoS("Starting tidal autoscaler", "version", version.Get().Version, "mode", c.Mode,
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting tidal autoscaler", "version", version.Get().Version, "mode", c.Mode,
 		"leaderElection", c.LeaderElection.LeaderElect, "healthProbeAddress", c.HealthListener.Addr().String())
 
 	var electionChecker *leaderelection.HealthzAdaptor
@@ -78,7 +79,7 @@ func (c *Config) Run(ctx context.Context) error {
 		err = fmt.Errorf("stopping the health probe server: %w", shutdownErr)
 	}
 	if err == nil {
-		klog.InfoS("tidal autoscaler stopped")
+		logger.Info("tidal autoscaler stopped")
 	}
 	return err
 }
@@ -89,6 +90,7 @@ func (c *Config) Run(ctx context.Context) error {
 // a successor never acts while this replica still does: lead runs under
 // ctx and the election under its own context, cancelled afterwards.
 func (c *Config) runWithLeaderElection(ctx context.Context, checker *leaderelection.HealthzAdaptor) error {
+	logger := klog.FromContext(ctx)
 	le := c.LeaderElection
 	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
 		c.LeaderElectionClient.CoreV1(), c.LeaderElectionClient.CoordinationV1(),
@@ -113,10 +115,10 @@ func (c *Config) runWithLeaderElection(ctx context.Context, checker *leaderelect
 		WatchDog:        checker,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leaseCtx context.Context) { leading <- leaseCtx },
-			OnStoppedLeading: func() { klog.InfoS("Stopped leading", "identity", c.Identity) },
+			OnStoppedLeading: func() { logger.Info("Stopped leading", "identity", c.Identity) },
 			OnNewLeader: func(identity string) {
 				if identity != c.Identity {
-					klog.InfoS("Another replica leads", "leader", identity)
+					logger.Info("Another replica leads", "leader", identity)
 				}
 			},
 		},
@@ -135,7 +137,7 @@ func (c *Config) runWithLeaderElection(ctx context.Context, checker *leaderelect
 		defer close(electionDone)
 		elector.Run(electionCtx)
 	}()
-	klog.InfoS("Waiting to lead", "lease", klog.KRef(le.ResourceNamespace, le.ResourceName), "identity", c.Identity)
+	logger.Info("Waiting to lead", "lease", klog.KRef(le.ResourceNamespace, le.ResourceName), "identity", c.Identity)
 
 	select {
 	case <-ctx.Done():
@@ -173,7 +175,7 @@ func (c *Config) runWithLeaderElection(ctx context.Context, checker *leaderelect
 // lead runs what only the leader may run, the controller, until ctx is
 // done.
 func (c *Config) lead(ctx context.Context) error {
-	klog.InfoS("Leading: starting the controller", "identity", c.Identity, "mode", c.Mode)
+	klog.FromContext(ctx).Info("Leading: starting the controller", "identity", c.Identity, "mode", c.Mode)
 	c.leading.Store(true)
 	defer c.leading.Store(false)
 	return c.Reconciler.Run(ctx)

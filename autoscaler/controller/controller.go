@@ -83,11 +83,13 @@ type Controller struct {
 	ready   atomic.Bool
 	// handover is Options.Handover.
 	handover Handover
+	// logger is New's context's, for the informer's event handlers.
+	logger klog.Logger
 }
 
-// New creates a controller and registers its event handlers. Start the
-// informers of Source and Pods, then Run.
-func New(o Options) (*Controller, error) {
+// New creates a controller and registers its event handlers, which log
+// through ctx's logger. Start the informers of Source and Pods, then Run.
+func New(ctx context.Context, o Options) (*Controller, error) {
 	var errs []error
 	if o.Source == nil || o.Pods == nil || o.Scales == nil || o.Mapper == nil || o.Metrics == nil || o.Recorder == nil {
 		errs = append(errs, errors.New("controller options need Source, Pods, Scales, Mapper, Metrics and Recorder"))
@@ -113,6 +115,7 @@ func New(o Options) (*Controller, error) {
 	}
 	c := &Controller{
 		handover: o.Handover,
+		logger:   klog.FromContext(ctx),
 		r: &reconciler{
 			source: o.Source, pods: o.Pods.Informer().GetIndexer(), scales: &scaler{scales: o.Scales, mapper: o.Mapper, cache: o.ScaleCache},
 			metrics: o.Metrics, recorder: o.Recorder, monitor: o.Monitor, cfg: o.Decision,
@@ -145,7 +148,7 @@ func (c *Controller) HasSynced() bool { return c.ready.Load() }
 // Run waits for the caches, then runs workers until ctx is done, and
 // returns once they have stopped.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
+	defer utilruntime.HandleCrashWithContext(ctx)
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting the autoscaler controller", "kind", c.r.source.Kind(), "workers", workers)
 	c.takeOver(logger)
@@ -228,10 +231,10 @@ func (c *Controller) scheduleAt(key string, t time.Time) {
 	c.queue.Add(key)
 }
 
-func keyOf(obj any) (string, bool) {
+func (c *Controller) keyOf(obj any) (string, bool) {
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("couldn't get key for object %+v: %w", obj, err))
+		utilruntime.HandleErrorWithLogger(c.logger, err, "Couldn't get the key of an object", "object", obj)
 		return "", false
 	}
 	return key, true
@@ -240,7 +243,7 @@ func keyOf(obj any) (string, bool) {
 // add queues a new object at once and registers it for selector overlap
 // detection.
 func (c *Controller) add(obj any) {
-	key, ok := keyOf(obj)
+	key, ok := c.keyOf(obj)
 	if !ok {
 		return
 	}
@@ -261,14 +264,14 @@ func (c *Controller) update(oldObj, newObj any) {
 		c.add(newObj)
 		return
 	}
-	if key, ok := keyOf(newObj); ok {
+	if key, ok := c.keyOf(newObj); ok {
 		c.scheduleAt(key, c.r.clock.Now().Add(c.period))
 	}
 }
 
 // delete forgets the object.
 func (c *Controller) delete(obj any) {
-	key, ok := keyOf(obj)
+	key, ok := c.keyOf(obj)
 	if !ok {
 		return
 	}

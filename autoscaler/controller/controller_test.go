@@ -89,7 +89,7 @@ func TestRunReconcilesNativeHPAs(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	mon, err := monitor.New(reg)
 	must(t, err)
-	ctrl, err := New(Options{
+	ctrl, err := New(context.Background(), Options{
 		Source: source.NativeSource(factory, kube.AutoscalingV2()), Pods: factory.Core().V1().Pods(),
 		Scales: scales, Mapper: mapper,
 		Metrics:  metrics.NewRESTClient(resourceMetricsFake(w).MetricsV1beta1(), customMetricsFake(w), externalMetricsFake(w)),

@@ -157,7 +157,7 @@ func newFixture(t *testing.T, mode source.Mode, w world, hpas ...*autoscalingv2.
 	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
 
 	var err error
-	f.ctrl, err = New(Options{
+	f.ctrl, err = New(context.Background(), Options{
 		Source: f.source, Pods: factory.Core().V1().Pods(), Scales: f.scales, Mapper: mapper,
 		Metrics:  metrics.NewRESTClient(resourceMetricsFake(w).MetricsV1beta1(), customMetricsFake(w), externalMetricsFake(w)),
 		Recorder: f.recorder, Decision: decision.DefaultConfig(), SyncPeriod: 15 * time.Second,

@@ -176,7 +176,7 @@ func (r *reconciler) checkSpec(ctx context.Context, s *step) error {
 		r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "InvalidSpec", err.Error())
 		setCondition(s.obj.HPAStatus(), invalidSpecCondition(err), s.now)
 		if werr := r.writeStatus(ctx, s, nil); werr != nil {
-			utilruntime.HandleError(werr)
+			utilruntime.HandleErrorWithContext(ctx, werr, "Writing the status failed", "autoscaler", klog.KObj(s.obj))
 		}
 		return &specError{fmt.Errorf("invalid spec of %s %s: %v", r.source.Kind(), s.key, err)}
 	}
@@ -245,7 +245,7 @@ func (r *reconciler) metricsFailed(ctx context.Context, s *step) error {
 	st := s.obj.HPAStatus()
 	setStatus(s.obj, s.current, st.DesiredReplicas, s.statuses(), nil)
 	if werr := r.writeStatus(ctx, s, s.explain(st.DesiredReplicas)); werr != nil {
-		utilruntime.HandleError(werr)
+		utilruntime.HandleErrorWithContext(ctx, werr, "Writing the status failed", "autoscaler", klog.KObj(s.obj))
 	}
 	r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "FailedComputeMetricsReplicas", s.d.Err.Error())
 	return fmt.Errorf("failed to compute desired number of replicas based on listed metrics for %s: %w", s.ref, s.d.Err)
@@ -261,7 +261,7 @@ func (r *reconciler) rescale(ctx context.Context, s *step) error {
 		setCondition(st, decision.RescaleFailed(err), s.now)
 		setStatus(s.obj, s.current, st.DesiredReplicas, s.statuses(), nil)
 		if werr := r.writeStatus(ctx, s, s.explain(st.DesiredReplicas)); werr != nil {
-			utilruntime.HandleError(werr)
+			utilruntime.HandleErrorWithContext(ctx, werr, "Writing the status failed", "autoscaler", klog.KObj(s.obj))
 		}
 		return fmt.Errorf("failed to rescale %s: %w", s.ref, err)
 	}
@@ -311,7 +311,7 @@ func (r *reconciler) failedGetScale(ctx context.Context, s *step, err error) {
 	r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "FailedGetScale", err.Error())
 	setCondition(s.obj.HPAStatus(), decision.FailedGetScale(err), s.now)
 	if werr := r.writeStatus(ctx, s, nil); werr != nil {
-		utilruntime.HandleError(werr)
+		utilruntime.HandleErrorWithContext(ctx, werr, "Writing the status failed", "autoscaler", klog.KObj(s.obj))
 	}
 }
 

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,6 +11,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/scale"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
@@ -85,7 +85,7 @@ func (s *scaler) update(ctx context.Context, namespace string, gr schema.GroupRe
 		if getErr == nil {
 			sc = latest
 		} else {
-			utilruntime.HandleError(fmt.Errorf("re-reading the scale of %s %s/%s after a failed update: %w", gr, namespace, sc.Name, getErr))
+			utilruntime.HandleErrorWithContext(ctx, getErr, "Re-reading the scale after a failed update failed", "resource", gr, "scale", klog.KRef(namespace, sc.Name))
 		}
 		return err
 	})

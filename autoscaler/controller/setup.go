@@ -175,7 +175,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: r.client.CoreV1().Events("")})
 	o := r.options
 	o.Recorder = broadcaster.NewRecorder(r.scheme, corev1.EventSource{Component: r.component})
-	ctrl, err := New(o)
+	ctrl, err := New(ctx, o)
 	if err != nil {
 		return err
 	}
