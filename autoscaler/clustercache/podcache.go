@@ -7,16 +7,16 @@ import (
 )
 
 // CacheTransform is the transform of the controller's shared informers:
-// pods are cut down to what the controller reads (SlimPod); any other
+// pods are cut down to what the controller reads (slimPod); any other
 // object loses its managed fields (StripManagedFields).
 func CacheTransform(obj any) (any, error) {
 	if p, ok := obj.(*corev1.Pod); ok {
-		return SlimPod(p), nil
+		return slimPod(p), nil
 	}
 	return StripManagedFields(obj)
 }
 
-// SlimPod cuts p down, in place, to what the controller reads of a pod:
+// slimPod cuts p down, in place, to what the controller reads of a pod:
 // its name, namespace, labels (selectors) and deletion timestamp; the
 // requests and restart policies of its containers, its pod-level requests
 // and its overhead (replicas.FromV1Pod, with upstream's
@@ -24,7 +24,7 @@ func CacheTransform(obj any) (any, error) {
 // condition (pod grouping). The controller caches every pod of the
 // cluster, and a pod's environment, volumes, annotations and container
 // statuses are most of its size.
-func SlimPod(p *corev1.Pod) *corev1.Pod {
+func slimPod(p *corev1.Pod) *corev1.Pod {
 	p.ObjectMeta = metav1.ObjectMeta{
 		Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
 		Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp,

@@ -110,7 +110,7 @@ func TestSlimPodKeepsWhatTheControllerReads(t *testing.T) {
 			}
 			slim := got.(*corev1.Pod)
 			if got := replicas.FromV1Pod(slim); !reflect.DeepEqual(got, want) {
-				t.Errorf("FromV1Pod differs after SlimPod (-full +slim):\n%s", diff.Diff(want, got))
+				t.Errorf("FromV1Pod differs after slimPod (-full +slim):\n%s", diff.Diff(want, got))
 			}
 			if slim.Name != wantMeta.Name || slim.Namespace != wantMeta.Namespace || slim.UID != wantMeta.UID ||
 				slim.ResourceVersion != wantMeta.ResourceVersion || !labels.Equals(slim.Labels, wantMeta.Labels) {
@@ -144,7 +144,7 @@ func TestCacheTransformStripsOthers(t *testing.T) {
 
 // BenchmarkPodCacheBytes reports the heap a cached pod holds, as the
 // informer keeps it (decoded, so that no two pods share memory), with
-// and without SlimPod.
+// and without slimPod.
 func BenchmarkPodCacheBytes(b *testing.B) {
 	data, err := json.Marshal(fullPod("web"))
 	if err != nil {

@@ -7,14 +7,21 @@
 // reconciler (scale subresource, status, conditions, events) -> metric
 // computation (package replicas arithmetic over a pod lister and a
 // metrics.Client) -> package decision (branching, combination,
-// normalization). Package monitor is the controller's own Prometheus metrics.
+// normalization). Package monitor is the controller's own Prometheus
+// metrics.
 //
-// Both modes share the reconciler through source.Source (list, get and write the
-// objects of one kind) and source.Object (spec and status of one object).
+// Both modes share the reconciler through source.Source (list, get and
+// write the objects of one kind) and source.Object (spec and status of one
+// object).
+//
+// Its API: NewRunner builds the controller with its informers and clients
+// for a real cluster (ClusterConfig); New builds the Controller from
+// clients the caller brings (Options), as the tests do with fakes.
 //
 // Where tidal reads the cluster differently from upstream, the decisions
 // stay the same and the API traffic drops: scales of the built-in kinds
-// come from informers (clustercache.ScaleCache), a namespace's PodMetrics are listed
-// once for all its autoscalers (package metrics), and the stabilization
-// history goes with the status write (source.HistoryAnnotation).
+// come from informers (clustercache.ScaleCache), a namespace's PodMetrics
+// are listed once for all its autoscalers (package metrics), and the
+// stabilization history goes with the status write
+// (source.HistoryAnnotation).
 package controller
