@@ -76,7 +76,7 @@ func (o *Options) Config() (*Config, error) {
 	kube.DisableCompression = true
 	// Built-in types in protobuf, as kube-controller-manager's clients:
 	// decoding the pod informer's lists and watches costs less.
-	client, err := kubernetes.NewForConfig(controller.WithProtobuf(kube))
+	client, err := kubernetes.NewForConfig(withProtobuf(kube))
 	if err != nil {
 		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
@@ -106,7 +106,7 @@ func (o *Options) Config() (*Config, error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	rec, err := controller.NewRunner(controller.ClusterConfig{
+	rec, err := newRunner(clusterConfig{
 		REST: kube, Client: client, Mode: source.Mode(o.Mode),
 		Decision:   o.HPA.decisionConfig(),
 		SyncPeriod: o.HPA.SyncPeriod, Workers: int(o.HPA.ConcurrentSyncs),

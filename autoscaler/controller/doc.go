@@ -14,9 +14,10 @@
 // write the objects of one kind) and source.Object (spec and status of one
 // object).
 //
-// Its API: NewRunner builds the controller with its informers and clients
-// for a real cluster (ClusterConfig); New builds the Controller from
-// clients the caller brings (Options), as the tests do with fakes.
+// Its API is New, which builds the Controller from the clients and
+// informers in Options; package app builds those for a real cluster, as
+// kube-controller-manager's startHPAController does, and tests build them
+// from fakes.
 //
 // Where tidal reads the cluster differently from upstream, the decisions
 // stay the same and the API traffic drops: scales of the built-in kinds

@@ -1,4 +1,4 @@
-package controller
+package app
 
 import (
 	"context"
@@ -29,14 +29,15 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
+	"github.com/tidal-autoscaler/tidal/autoscaler/controller"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
-// ClusterConfig is what a Runner needs to reconcile a real cluster.
-type ClusterConfig struct {
+// clusterConfig is what a runner needs to reconcile a real cluster.
+type clusterConfig struct {
 	REST     *rest.Config
 	Client   kubernetes.Interface
 	Mode     source.Mode
@@ -47,25 +48,27 @@ type ClusterConfig struct {
 	Workers    int
 	// Registerer gets the controller's metrics; nil: not registered.
 	Registerer prometheus.Registerer
-	// Handover is Options.Handover: nil without leader election.
-	Handover Handover
+	// Handover is controller.Options.Handover: nil without leader
+	// election.
+	Handover controller.Handover
 }
 
-// WithProtobuf returns a copy of cfg that sends protobuf and accepts it
+// withProtobuf returns a copy of cfg that sends protobuf and accepts it
 // before JSON, for clients of built-in and metrics.k8s.io types (custom
 // resources and the custom and external metrics APIs speak JSON only).
-func WithProtobuf(cfg *rest.Config) *rest.Config {
+func withProtobuf(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.ContentType = runtime.ContentTypeProtobuf
 	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	return c
 }
 
-// Runner is a Controller with its informers, clients and event
-// broadcaster, built for a real cluster. Building it contacts nothing and
-// starts no goroutine: Run does.
-type Runner struct {
-	options    Options // without Recorder, set by Run
+// runner is a controller.Controller with its informers, clients and
+// event broadcaster, built for a real cluster, as kube-controller-manager's
+// startHPAController builds them. Building it contacts nothing and starts
+// no goroutine: Run does. It is the Config's Reconciler.
+type runner struct {
+	options    controller.Options // without Recorder, set by Run
 	scheme     *runtime.Scheme
 	component  string
 	start      []func(<-chan struct{})
@@ -73,13 +76,13 @@ type Runner struct {
 	invalidate customclient.AvailableAPIsGetter
 	workers    int
 	client     kubernetes.Interface
-	controller atomic.Pointer[Controller]
+	controller atomic.Pointer[controller.Controller]
 }
 
-// NewRunner builds the clients as kube-controller-manager does for its HPA
+// newRunner builds the clients as kube-controller-manager does for its HPA
 // controller: a deferred discovery RESTMapper, the scale client, and the
 // three metrics API clients.
-func NewRunner(c ClusterConfig) (*Runner, error) {
+func newRunner(c clusterConfig) (*runner, error) {
 	disco, err := discovery.NewDiscoveryClientForConfig(c.REST)
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
@@ -90,7 +93,7 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scale client: %w", err)
 	}
-	resourceMetrics, err := resourceclient.NewForConfig(WithProtobuf(c.REST))
+	resourceMetrics, err := resourceclient.NewForConfig(withProtobuf(c.REST))
 	if err != nil {
 		return nil, fmt.Errorf("resource metrics client: %w", err)
 	}
@@ -107,7 +110,7 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithCustomResyncConfig(
 		map[metav1.Object]time.Duration{&autoscalingv2.HorizontalPodAutoscaler{}: c.SyncPeriod}),
 		informers.WithTransform(clustercache.CacheTransform))
-	r := &Runner{invalidate: apiVersions, workers: c.Workers, client: c.Client}
+	r := &runner{invalidate: apiVersions, workers: c.Workers, client: c.Client}
 	r.start = append(r.start, factory.Start)
 	r.shutdown = append(r.shutdown, factory.Shutdown)
 
@@ -147,7 +150,7 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 		return nil, err
 	}
 	r.scheme, r.component = scheme, c.Mode.EventComponent()
-	r.options = Options{
+	r.options = controller.Options{
 		Source: src, Pods: factory.Core().V1().Pods(),
 		Scales: scales, Mapper: mapper, ScaleCache: scaleCache,
 		Metrics:  metrics.NewRESTClient(resourceMetrics.MetricsV1beta1(), customMetrics, externalMetrics),
@@ -161,21 +164,21 @@ func NewRunner(c ClusterConfig) (*Runner, error) {
 }
 
 // HasSynced reports whether the controller runs with synced caches.
-func (r *Runner) HasSynced() bool {
+func (r *runner) HasSynced() bool {
 	c := r.controller.Load()
 	return c != nil && c.HasSynced()
 }
 
 // Run starts everything and reconciles until ctx is done; it returns after
 // every goroutine it started has stopped. Call it once.
-func (r *Runner) Run(ctx context.Context) error {
+func (r *runner) Run(ctx context.Context) error {
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	defer broadcaster.Shutdown()
 	broadcaster.StartStructuredLogging(3)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: r.client.CoreV1().Events("")})
 	o := r.options
 	o.Recorder = broadcaster.NewRecorder(r.scheme, corev1.EventSource{Component: r.component})
-	ctrl, err := New(ctx, o)
+	ctrl, err := controller.New(ctx, o)
 	if err != nil {
 		return err
 	}
