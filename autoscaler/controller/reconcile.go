@@ -25,6 +25,7 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
+	"github.com/tidal-autoscaler/tidal/autoscaler/status"
 )
 
 // specError is an error caused by the autoscaler's spec (label
@@ -160,7 +161,7 @@ func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key strin
 			"scaleTarget", s.ref, "desiredReplicas", desired)
 	}
 
-	setStatus(obj, s.current, desired, s.statuses(), scaledAt)
+	status.Set(obj, s.current, desired, s.statuses(), scaledAt)
 	r.monitor.ObserveDesiredReplicas(obj.GetNamespace(), obj.GetName(), desired)
 	if err := r.writeStatus(ctx, s, s.explain(desired)); err != nil {
 		return err
@@ -174,7 +175,7 @@ func (r *reconciler) checkSpec(ctx context.Context, s *step) error {
 	spec := s.obj.HPASpec()
 	if err := validateSpec(spec); err != nil {
 		r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "InvalidSpec", err.Error())
-		setCondition(s.obj.HPAStatus(), invalidSpecCondition(err), s.now)
+		status.SetCondition(s.obj.HPAStatus(), invalidSpecCondition(err), s.now)
 		if werr := r.writeStatus(ctx, s, nil); werr != nil {
 			utilruntime.HandleErrorWithContext(ctx, werr, "Writing the status failed", "autoscaler", klog.KObj(s.obj))
 		}
@@ -206,7 +207,7 @@ func (r *reconciler) readScale(ctx context.Context, s *step) error {
 		r.failedGetScale(ctx, s, err)
 		return fmt.Errorf("failed to query scale subresource for %s: %w", s.ref, err)
 	}
-	setCondition(s.obj.HPAStatus(), decision.SucceededGetScale(), s.now)
+	status.SetCondition(s.obj.HPAStatus(), decision.SucceededGetScale(), s.now)
 	s.scale, s.resource, s.current = sc, gr, sc.Spec.Replicas
 	return nil
 }
@@ -218,7 +219,7 @@ func (r *reconciler) recommend(ctx context.Context, s *step) {
 	b := r.cfg.Behavior(spec.Behavior)
 	s.in = decision.Input{
 		Now: s.now.Time, CurrentReplicas: s.current, MinReplicas: spec.MinReplicas, MaxReplicas: spec.MaxReplicas,
-		Behavior: b, ScaledToZero: scaledToZero(st), HasObjectOrExternalMetrics: decision.HasObjectOrExternalMetrics(s.metrics),
+		Behavior: b, ScaledToZero: status.ScaledToZero(st), HasObjectOrExternalMetrics: decision.HasObjectOrExternalMetrics(s.metrics),
 	}
 	ret := behavior.RetentionFor(b, r.cfg.DownscaleStabilizationWindow)
 	entry, err := r.history.get(s.key, s.obj.GetUID(), s.obj.PersistedHistory(), recommending(s.original.HPAStatus()), ret, s.now.Time)
@@ -233,9 +234,9 @@ func (r *reconciler) recommend(ctx context.Context, s *step) {
 		combined = &res.combined
 	}
 	s.d = r.cfg.Decide(s.in, combined, &entry.h)
-	setConditions(st, s.d.Conditions, s.now)
+	status.SetConditions(st, s.d.Conditions, s.now)
 	if s.d.RemoveScaledToZero {
-		removeCondition(st, autoscalingv2.ScaledToZero)
+		status.RemoveCondition(st, autoscalingv2.ScaledToZero)
 	}
 }
 
@@ -243,7 +244,7 @@ func (r *reconciler) recommend(ctx context.Context, s *step) {
 // status keeps the desired count, and a Warning event says why.
 func (r *reconciler) metricsFailed(ctx context.Context, s *step) error {
 	st := s.obj.HPAStatus()
-	setStatus(s.obj, s.current, st.DesiredReplicas, s.statuses(), nil)
+	status.Set(s.obj, s.current, st.DesiredReplicas, s.statuses(), nil)
 	if werr := r.writeStatus(ctx, s, s.explain(st.DesiredReplicas)); werr != nil {
 		utilruntime.HandleErrorWithContext(ctx, werr, "Writing the status failed", "autoscaler", klog.KObj(s.obj))
 	}
@@ -258,17 +259,17 @@ func (r *reconciler) rescale(ctx context.Context, s *step) error {
 	desired := s.d.DesiredReplicas
 	if err := r.scales.update(ctx, s.obj.GetNamespace(), s.resource, s.scale, desired); err != nil {
 		r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "FailedRescale", decision.FailedRescaleMessage(desired, s.d.Reason, err))
-		setCondition(st, decision.RescaleFailed(err), s.now)
-		setStatus(s.obj, s.current, st.DesiredReplicas, s.statuses(), nil)
+		status.SetCondition(st, decision.RescaleFailed(err), s.now)
+		status.Set(s.obj, s.current, st.DesiredReplicas, s.statuses(), nil)
 		if werr := r.writeStatus(ctx, s, s.explain(st.DesiredReplicas)); werr != nil {
 			utilruntime.HandleErrorWithContext(ctx, werr, "Writing the status failed", "autoscaler", klog.KObj(s.obj))
 		}
 		return fmt.Errorf("failed to rescale %s: %w", s.ref, err)
 	}
 	conds, remove := r.cfg.Rescaled(s.in, desired, &s.history.h)
-	setConditions(st, conds, s.now)
+	status.SetConditions(st, conds, s.now)
 	if remove {
-		removeCondition(st, autoscalingv2.ScaledToZero)
+		status.RemoveCondition(st, autoscalingv2.ScaledToZero)
 	}
 	r.recorder.Event(s.obj.Runtime(), corev1.EventTypeNormal, "SuccessfulRescale", decision.SuccessfulRescaleMessage(desired, s.d.Reason))
 	klog.FromContext(ctx).Info("Successfully rescaled", "kind", r.source.Kind(), "autoscaler", klog.KObj(s.obj),
@@ -287,7 +288,10 @@ func (s *step) statuses() []autoscalingv2.MetricStatus {
 
 // explain is status.tidal.decision for desired.
 func (s *step) explain(desired int32) *v1alpha1.Decision {
-	return explain(s.metrics, s.current, desired, s.mr, s.d)
+	if s.mr == nil {
+		return nil
+	}
+	return status.Explain(s.metrics, s.current, desired, &s.mr.combined, s.mr.outcomes, s.d)
 }
 
 // recommending reports whether a stored status says its reconcile
@@ -309,27 +313,9 @@ func recommending(st *autoscalingv2.HorizontalPodAutoscalerStatus) bool {
 // failedGetScale records a failure to find or read the target's scale.
 func (r *reconciler) failedGetScale(ctx context.Context, s *step, err error) {
 	r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "FailedGetScale", err.Error())
-	setCondition(s.obj.HPAStatus(), decision.FailedGetScale(err), s.now)
+	status.SetCondition(s.obj.HPAStatus(), decision.FailedGetScale(err), s.now)
 	if werr := r.writeStatus(ctx, s, nil); werr != nil {
 		utilruntime.HandleErrorWithContext(ctx, werr, "Writing the status failed", "autoscaler", klog.KObj(s.obj))
-	}
-}
-
-// setStatus replaces the status as upstream's setStatus does, keeping
-// lastScaleTime (unless scaledAt is set) and the conditions.
-func setStatus(obj source.Object, current, desired int32, statuses []autoscalingv2.MetricStatus, scaledAt *metav1.Time) {
-	st := obj.HPAStatus()
-	last := st.LastScaleTime
-	if scaledAt != nil {
-		last = scaledAt.DeepCopy()
-	}
-	*st = autoscalingv2.HorizontalPodAutoscalerStatus{
-		ObservedGeneration: ptr.To(obj.GetGeneration()),
-		LastScaleTime:      last,
-		CurrentReplicas:    current,
-		DesiredReplicas:    desired,
-		CurrentMetrics:     statuses,
-		Conditions:         st.Conditions,
 	}
 }
 
@@ -337,7 +323,7 @@ func setStatus(obj source.Object, current, desired int32, statuses []autoscaling
 // writes the status when it differs from the one read at the start, or
 // when the history must be persisted (see source.HistoryAnnotation).
 func (r *reconciler) writeStatus(ctx context.Context, s *step, why *v1alpha1.Decision) error {
-	s.obj.SetTidalStatus(tidalStatus(s.obj, why))
+	s.obj.SetTidalStatus(status.Tidal(s.obj, why))
 	var (
 		compacted behavior.History
 		persist   = persistNone

@@ -1,4 +1,4 @@
-package controller
+package status
 
 import (
 	"fmt"
@@ -12,8 +12,8 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
-// tidalStatus is status.tidal of obj: the printed columns and why.
-func tidalStatus(obj source.Object, why *v1alpha1.Decision) *v1alpha1.TidalStatus {
+// Tidal is status.tidal of obj: the printed columns and why.
+func Tidal(obj source.Object, why *v1alpha1.Decision) *v1alpha1.TidalStatus {
 	spec := obj.HPASpec()
 	return &v1alpha1.TidalStatus{
 		Reference: spec.ScaleTargetRef.Kind + "/" + spec.ScaleTargetRef.Name,
@@ -22,20 +22,21 @@ func tidalStatus(obj source.Object, why *v1alpha1.Decision) *v1alpha1.TidalStatu
 	}
 }
 
-// explain says why desired was chosen from the metrics' proposals; nil
-// when no metrics were computed. Only inputs of the decision appear (no
-// times), so that the same situation gives the same status.
-func explain(specs []autoscalingv2.MetricSpec, current, desired int32, mr *metricsResult, d decision.Decision) *v1alpha1.Decision {
-	if mr == nil {
+// Explain says why desired was chosen from the metrics' proposals
+// (combined, and outcomes parallel to specs); nil when no metrics were
+// computed (combined nil). Only inputs of the decision appear (no times),
+// so that the same situation gives the same status.
+func Explain(specs []autoscalingv2.MetricSpec, current, desired int32, combined *decision.Combined, outcomes []decision.MetricOutcome, d decision.Decision) *v1alpha1.Decision {
+	if combined == nil {
 		return nil
 	}
 	why := &v1alpha1.Decision{
 		CurrentReplicas:  current,
-		Winner:           mr.combined.Name,
-		ProposedReplicas: mr.combined.Replicas,
+		Winner:           combined.Name,
+		ProposedReplicas: combined.Replicas,
 		DesiredReplicas:  desired,
 	}
-	for i, o := range mr.outcomes {
+	for i, o := range outcomes {
 		p := v1alpha1.MetricProposal{Name: decision.MetricName(specs[i])}
 		if o.Valid() {
 			p.Replicas = ptr.To(o.Replicas)
@@ -49,7 +50,7 @@ func explain(specs []autoscalingv2.MetricSpec, current, desired int32, mr *metri
 	if n == nil {
 		return why
 	}
-	proposal := max(mr.combined.Replicas, 0)
+	proposal := max(combined.Replicas, 0)
 	why.StabilizedReplicas = ptr.To(n.Stabilized)
 	if n.Stabilized != proposal {
 		why.Adjustments = append(why.Adjustments, v1alpha1.Adjustment{Reason: n.StabilizationReason, From: proposal, To: n.Stabilized, Message: n.StabilizationMessage})

@@ -1,4 +1,4 @@
-package controller
+package status
 
 import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -8,10 +8,10 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 )
 
-// setCondition sets c in st as upstream does: a condition of a new type is
+// SetCondition sets c in st as upstream does: a condition of a new type is
 // appended, an existing one is updated in place, and lastTransitionTime
 // changes only when the status flips.
-func setCondition(st *autoscalingv2.HorizontalPodAutoscalerStatus, c decision.Condition, now metav1.Time) {
+func SetCondition(st *autoscalingv2.HorizontalPodAutoscalerStatus, c decision.Condition, now metav1.Time) {
 	var existing *autoscalingv2.HorizontalPodAutoscalerCondition
 	for i := range st.Conditions {
 		if st.Conditions[i].Type == c.Type {
@@ -31,13 +31,15 @@ func setCondition(st *autoscalingv2.HorizontalPodAutoscalerStatus, c decision.Co
 	existing.Message = c.Message
 }
 
-func setConditions(st *autoscalingv2.HorizontalPodAutoscalerStatus, cs []decision.Condition, now metav1.Time) {
+// SetConditions sets each of cs (SetCondition).
+func SetConditions(st *autoscalingv2.HorizontalPodAutoscalerStatus, cs []decision.Condition, now metav1.Time) {
 	for _, c := range cs {
-		setCondition(st, c, now)
+		SetCondition(st, c, now)
 	}
 }
 
-func removeCondition(st *autoscalingv2.HorizontalPodAutoscalerStatus, t autoscalingv2.HorizontalPodAutoscalerConditionType) {
+// RemoveCondition removes the condition of type t.
+func RemoveCondition(st *autoscalingv2.HorizontalPodAutoscalerStatus, t autoscalingv2.HorizontalPodAutoscalerConditionType) {
 	kept := st.Conditions[:0]
 	for _, c := range st.Conditions {
 		if c.Type != t {
@@ -47,8 +49,8 @@ func removeCondition(st *autoscalingv2.HorizontalPodAutoscalerStatus, t autoscal
 	st.Conditions = kept
 }
 
-// scaledToZero reports whether st has ScaledToZero=True.
-func scaledToZero(st *autoscalingv2.HorizontalPodAutoscalerStatus) bool {
+// ScaledToZero reports whether st has ScaledToZero=True.
+func ScaledToZero(st *autoscalingv2.HorizontalPodAutoscalerStatus) bool {
 	for _, c := range st.Conditions {
 		if c.Type == autoscalingv2.ScaledToZero {
 			return c.Status == corev1.ConditionTrue
