@@ -1,73 +1,47 @@
 package prom
 
 import (
-	"sync"
 	"time"
 
 	"github.com/prometheus/common/model"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 )
 
 // cache keeps results of "now" queries for a short TTL. It holds at most
-// max entries: when full, expired entries are dropped, and if none had
-// expired, the entry closest to expiry goes.
+// max entries: when full, the least recently used entry goes
+// (apimachinery's LRUExpireCache).
 type cache struct {
-	mu      sync.Mutex
-	ttl     time.Duration
-	max     int
-	now     func() time.Time
-	entries map[string]cacheEntry
+	ttl time.Duration
+	lru *utilcache.LRUExpireCache
 }
 
-type cacheEntry struct {
-	v       model.Vector
-	expires time.Time
-}
+// clockFunc is a utilcache.Clock.
+type clockFunc func() time.Time
+
+func (f clockFunc) Now() time.Time { return f() }
 
 func newCache(ttl time.Duration, max int, now func() time.Time) *cache {
-	return &cache{ttl: ttl, max: max, now: now, entries: map[string]cacheEntry{}}
+	return &cache{ttl: ttl, lru: utilcache.NewLRUExpireCacheWithClock(max, clockFunc(now))}
 }
 
 // get returns a cached result. Results are shared: callers must not
 // modify them.
 func (c *cache) get(key string) (model.Vector, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[key]
+	v, ok := c.lru.Get(key)
 	if !ok {
 		return nil, false
 	}
-	if !c.now().Before(e.expires) {
-		delete(c.entries, key)
-		return nil, false
-	}
-	return e.v, true
+	return v.(model.Vector), true
 }
 
+// put keeps v for the TTL: a result put at t is served before t+ttl and
+// not from then on (LRUExpireCache serves up to and including its expiry
+// time, hence the nanosecond less).
 func (c *cache) put(key string, v model.Vector) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	if _, ok := c.entries[key]; !ok && len(c.entries) >= c.max {
-		var oldestKey string
-		var oldest time.Time
-		for k, e := range c.entries {
-			if !now.Before(e.expires) {
-				delete(c.entries, k)
-				continue
-			}
-			if oldestKey == "" || e.expires.Before(oldest) {
-				oldestKey, oldest = k, e.expires
-			}
-		}
-		if len(c.entries) >= c.max {
-			delete(c.entries, oldestKey)
-		}
-	}
-	c.entries[key] = cacheEntry{v: v, expires: now.Add(c.ttl)}
+	c.lru.Add(key, v, c.ttl-time.Nanosecond)
 }
 
+// len is the number of entries that have not expired.
 func (c *cache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.entries)
+	return len(c.lru.Keys())
 }
