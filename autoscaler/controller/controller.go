@@ -22,6 +22,7 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/history"
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
@@ -109,7 +110,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	refresh := historyRefresh
+	refresh := history.DefaultRefresh
 	if o.Handover != nil {
 		refresh = 0
 	}
@@ -119,7 +120,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		r: &reconciler{
 			source: o.Source, pods: o.Pods.Informer().GetIndexer(), scales: &scaler{scales: o.Scales, mapper: o.Mapper, cache: o.ScaleCache},
 			metrics: o.Metrics, recorder: o.Recorder, monitor: o.Monitor, cfg: o.Decision,
-			clock: o.Clock, history: newHistoryStore(refresh), selectors: clustercache.NewSelectorTracker(),
+			clock: o.Clock, history: history.NewStore(refresh), selectors: clustercache.NewSelectorTracker(),
 		},
 		queue: workqueue.NewTypedDelayingQueueWithConfig(
 			workqueue.TypedDelayingQueueConfig[string]{Name: source.ComponentName, MetricsProvider: o.Monitor.Queue()},
@@ -177,7 +178,7 @@ func (c *Controller) takeOver(logger klog.Logger) {
 		return
 	}
 	alive := c.handover.PredecessorAlive()
-	c.r.history.succeed(alive)
+	c.r.history.Succeed(alive)
 	if !alive.IsZero() {
 		logger.Info("Continuing the previous leader's steady recommendations", "until", alive)
 	}
@@ -280,6 +281,6 @@ func (c *Controller) delete(obj any) {
 	if c.r.selectors.Delete(ns, key) {
 		c.r.monitor.AutoscalerDeleted()
 	}
-	c.r.history.forget(key)
+	c.r.history.Forget(key)
 	c.r.monitor.Forget(ns, name)
 }

@@ -198,11 +198,11 @@ func TestDeleteForgetsTheObject(t *testing.T) {
 	f := newFixture(t, source.ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000), podMetrics: milliByPod(500)},
 		newHPA("web", nil, 10, cpuUtilization(50)))
 	_ = f.reconcile("web")
-	if f.ctrl.r.history.len() != 1 {
-		t.Fatalf("history entries = %d, want 1", f.ctrl.r.history.len())
+	if f.ctrl.r.history.Len() != 1 {
+		t.Fatalf("history entries = %d, want 1", f.ctrl.r.history.Len())
 	}
 	f.ctrl.delete(newHPA("web", nil, 10))
-	if n := f.ctrl.r.history.len(); n != 0 {
+	if n := f.ctrl.r.history.Len(); n != 0 {
 		t.Errorf("history entries after delete = %d, want 0", n)
 	}
 	if got := f.ctrl.r.selectors.Matching(ns, pods(1000), 0); len(got) != 0 {

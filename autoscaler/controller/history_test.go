@@ -170,33 +170,6 @@ func TestHandoverKeepsDecisions(t *testing.T) {
 	}
 }
 
-// TestHandoverNeedsARecommendingStatus: a stored status that says the
-// autoscaler was not computing recommendations (its metrics failed) is not
-// continued: no recommendation was made after it was written.
-func TestHandoverNeedsARecommendingStatus(t *testing.T) {
-	stored := behavior.History{Recommendations: []behavior.Recommendation{{Replicas: 4, Time: now}}}.Encode()
-	ret := behavior.Retention{DownWindow: 5 * time.Minute}
-	alive, later := now.Add(3*time.Minute), now.Add(4*time.Minute)
-	for _, tc := range []struct {
-		name         string
-		recommending bool
-		want         time.Time
-	}{
-		{"recommending: continued until the predecessor was alive", true, alive},
-		{"not recommending: as stored", false, now},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newHistoryStore(0)
-			s.succeed(alive)
-			e, err := s.get("default/web", "uid-1", stored, tc.recommending, ret, later)
-			must(t, err)
-			if n := len(e.h.Recommendations); n != 1 || !e.h.Recommendations[0].Time.Equal(tc.want) {
-				t.Errorf("recommendations %+v, want 4 at %s", e.h.Recommendations, tc.want)
-			}
-		})
-	}
-}
-
 // TestRecommending reads a stored status's conditions.
 func TestRecommending(t *testing.T) {
 	cond := func(typ autoscalingv2.HorizontalPodAutoscalerConditionType, ok bool) autoscalingv2.HorizontalPodAutoscalerCondition {
@@ -227,7 +200,7 @@ func TestRecommending(t *testing.T) {
 // TestHistoryWrittenWithStatus follows the writes of one autoscaler whose
 // recommendation stays the same: the history goes with status writes, and
 // a status write of its own is made only once the newest recommendation's
-// time has moved by historyRefresh.
+// time has moved by history.DefaultRefresh.
 func TestHistoryWrittenWithStatus(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
@@ -246,7 +219,7 @@ func TestHistoryWrittenWithStatus(t *testing.T) {
 				{name: "same time, same status: nothing", at: 0, wantWrites: 1, wantNewest: 0},
 				{name: "newest moved 15s, status unchanged: nothing", at: 15 * time.Second, wantWrites: 1, wantNewest: 0},
 				{name: "newest moved 45s: nothing", at: 45 * time.Second, wantWrites: 1, wantNewest: 0},
-				{name: "newest moved 60s (historyRefresh): history alone", at: 60 * time.Second, wantWrites: 2, wantNewest: 60 * time.Second},
+				{name: "newest moved 60s (history.DefaultRefresh): history alone", at: 60 * time.Second, wantWrites: 2, wantNewest: 60 * time.Second},
 				{name: "status changes: history goes with it", at: 75 * time.Second, rps: 10500, wantWrites: 3, wantNewest: 75 * time.Second},
 			}
 			for _, st := range steps {
@@ -266,114 +239,6 @@ func TestHistoryWrittenWithStatus(t *testing.T) {
 				if len(h.Recommendations) != 1 || h.Recommendations[0].Replicas != 3 || !h.Recommendations[0].Time.Equal(now.Add(st.wantNewest)) {
 					t.Fatalf("%s: persisted %+v, want the one recommendation 3 at +%s", st.name, h.Recommendations, st.wantNewest)
 				}
-			}
-		})
-	}
-}
-
-// TestToPersist: which history changes are written at once, which only
-// with a status write, and which not at all.
-func TestToPersist(t *testing.T) {
-	ret := behavior.Retention{DownWindow: 5 * time.Minute}
-	at := func(d time.Duration) time.Time { return now.Add(d) }
-	rec := func(replicas int32, d time.Duration) behavior.Recommendation {
-		return behavior.Recommendation{Replicas: replicas, Time: at(d)}
-	}
-	tests := []struct {
-		name      string
-		persisted *behavior.History
-		current   behavior.History
-		want      persistence
-		// leaderElected: no refresh interval (see source.HistoryAnnotation).
-		leaderElected bool
-	}{
-		{name: "nothing recorded, nothing stored", current: behavior.History{}, want: persistNone},
-		{name: "first recommendation", current: behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}}, want: persistNow},
-		{
-			name:      "same history",
-			persisted: &behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
-			current:   behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
-			want:      persistNone,
-		},
-		{
-			name:      "same recommendation 59s later",
-			persisted: &behavior.History{Recommendations: []behavior.Recommendation{rec(5, 0), rec(3, 10*time.Second)}},
-			current:   behavior.History{Recommendations: []behavior.Recommendation{rec(5, 0), rec(3, 10*time.Second), rec(3, 69*time.Second)}},
-			want:      persistWithStatus,
-		},
-		{
-			name:      "same recommendation 60s later",
-			persisted: &behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
-			current:   behavior.History{Recommendations: []behavior.Recommendation{rec(3, time.Minute)}},
-			want:      persistNow,
-		},
-		{
-			name:      "a different recommendation",
-			persisted: &behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
-			current:   behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0), rec(2, 15*time.Second)}},
-			want:      persistNow,
-		},
-		{
-			name:      "a scale event",
-			persisted: &behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
-			current: behavior.History{
-				Recommendations: []behavior.Recommendation{rec(3, 15*time.Second)},
-				ScaleDownEvents: []behavior.ScaleEvent{{Change: 1, Time: at(15 * time.Second)}},
-			},
-			want: persistNow,
-		},
-		{
-			name:          "leader elected: same recommendation 60s later",
-			persisted:     &behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
-			current:       behavior.History{Recommendations: []behavior.Recommendation{rec(3, time.Minute)}},
-			want:          persistWithStatus,
-			leaderElected: true,
-		},
-		{
-			name:          "leader elected: the stored one is older than the window",
-			persisted:     &behavior.History{Recommendations: []behavior.Recommendation{rec(5, 0), rec(3, time.Minute)}},
-			current:       behavior.History{Recommendations: []behavior.Recommendation{rec(3, time.Hour)}},
-			want:          persistWithStatus,
-			leaderElected: true,
-		},
-		{
-			name:          "leader elected: a different recommendation",
-			persisted:     &behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
-			current:       behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0), rec(2, time.Hour)}},
-			want:          persistNow,
-			leaderElected: true,
-		},
-		{
-			name:          "leader elected: an older entry changed",
-			persisted:     &behavior.History{Recommendations: []behavior.Recommendation{rec(5, 0), rec(3, time.Minute)}},
-			current:       behavior.History{Recommendations: []behavior.Recommendation{rec(6, 0), rec(3, 2*time.Minute)}},
-			want:          persistNow,
-			leaderElected: true,
-		},
-		{
-			name:      "only an expired entry dropped",
-			persisted: &behavior.History{Recommendations: []behavior.Recommendation{rec(9, -10*time.Minute), rec(3, 0)}},
-			current:   behavior.History{Recommendations: []behavior.Recommendation{rec(3, 0)}},
-			want:      persistNone,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := &historyEntry{h: tt.current}
-			if tt.persisted != nil {
-				e.persistedAs(*tt.persisted, tt.persisted.Encode())
-			}
-			var last time.Time
-			for _, r := range tt.current.Recommendations {
-				last = r.Time
-			}
-			refresh := historyRefresh
-			if tt.leaderElected {
-				refresh = 0
-			}
-			_, got := e.toPersist(ret, last, refresh)
-			if got != tt.want {
-				t.Errorf("toPersist = %d, want %d", got, tt.want)
 			}
 		})
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/history"
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
@@ -73,7 +74,7 @@ type reconciler struct {
 	monitor   *monitor.Monitor
 	cfg       decision.Config
 	clock     clock.PassiveClock
-	history   *historyStore
+	history   *history.Store
 	selectors *clustercache.SelectorTracker
 }
 
@@ -87,7 +88,7 @@ func (r *reconciler) reconcileKey(ctx context.Context, key string) (deleted bool
 	obj, err := r.source.Get(namespace, name)
 	if apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).V(2).Info("Autoscaler has been deleted", "kind", r.source.Kind(), "autoscaler", klog.KRef(namespace, name))
-		r.history.forget(key)
+		r.history.Forget(key)
 		return true, nil
 	}
 	if err != nil {
@@ -105,7 +106,7 @@ type step struct {
 	now      metav1.Time
 	// history and retention are set once the history is read; every
 	// status write from then on also persists it.
-	history   *historyEntry
+	history   *history.Entry
 	retention behavior.Retention
 
 	// What the reconcile read and decided, set step by step.
@@ -222,7 +223,7 @@ func (r *reconciler) recommend(ctx context.Context, s *step) {
 		Behavior: b, ScaledToZero: status.ScaledToZero(st), HasObjectOrExternalMetrics: decision.HasObjectOrExternalMetrics(s.metrics),
 	}
 	ret := behavior.RetentionFor(b, r.cfg.DownscaleStabilizationWindow)
-	entry, err := r.history.get(s.key, s.obj.GetUID(), s.obj.PersistedHistory(), recommending(s.original.HPAStatus()), ret, s.now.Time)
+	entry, err := r.history.Get(s.key, s.obj.GetUID(), s.obj.PersistedHistory(), recommending(s.original.HPAStatus()), ret, s.now.Time)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Ignoring the persisted history", "kind", r.source.Kind(), "autoscaler", klog.KObj(s.obj))
 	}
@@ -233,7 +234,7 @@ func (r *reconciler) recommend(ctx context.Context, s *step) {
 		s.mr = &res
 		combined = &res.combined
 	}
-	s.d = r.cfg.Decide(s.in, combined, &entry.h)
+	s.d = r.cfg.Decide(s.in, combined, entry.History())
 	status.SetConditions(st, s.d.Conditions, s.now)
 	if s.d.RemoveScaledToZero {
 		status.RemoveCondition(st, autoscalingv2.ScaledToZero)
@@ -266,7 +267,7 @@ func (r *reconciler) rescale(ctx context.Context, s *step) error {
 		}
 		return fmt.Errorf("failed to rescale %s: %w", s.ref, err)
 	}
-	conds, remove := r.cfg.Rescaled(s.in, desired, &s.history.h)
+	conds, remove := r.cfg.Rescaled(s.in, desired, s.history.History())
 	status.SetConditions(st, conds, s.now)
 	if remove {
 		status.RemoveCondition(st, autoscalingv2.ScaledToZero)
@@ -326,27 +327,27 @@ func (r *reconciler) writeStatus(ctx context.Context, s *step, why *v1alpha1.Dec
 	s.obj.SetTidalStatus(status.Tidal(s.obj, why))
 	var (
 		compacted behavior.History
-		persist   = persistNone
+		persist   = history.PersistNone
 	)
 	// The stored history stays as it is unless it must change: the tidal
 	// status block was just replaced, and a lagging informer cache may
 	// hold an older value than the one this controller last stored.
 	keep := s.original.PersistedHistory()
 	if s.history != nil {
-		if s.history.persistedValue != "" {
-			keep = s.history.persistedValue
+		if v := s.history.PersistedValue(); v != "" {
+			keep = v
 		}
-		compacted, persist = s.history.toPersist(s.retention, s.now.Time, r.history.refresh)
+		compacted, persist = s.history.ToPersist(s.retention, s.now.Time, r.history.Refresh())
 	}
 	if keep != "" {
 		s.obj.SetPersistedHistory(keep)
 	}
 	changed := !s.obj.StatusEqual(s.original)
-	if !changed && persist != persistNow {
+	if !changed && persist != history.PersistNow {
 		return nil
 	}
 	var value string
-	if persist != persistNone {
+	if persist != history.PersistNone {
 		value = compacted.Encode()
 		s.obj.SetPersistedHistory(value)
 	}
@@ -354,8 +355,8 @@ func (r *reconciler) writeStatus(ctx context.Context, s *step, why *v1alpha1.Dec
 		r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "FailedUpdateStatus", err.Error())
 		return fmt.Errorf("failed to update status for %s: %w", s.obj.GetName(), err)
 	}
-	if persist != persistNone {
-		s.history.persistedAs(compacted, value)
+	if persist != history.PersistNone {
+		s.history.PersistedAs(compacted, value)
 	}
 	klog.FromContext(ctx).V(2).Info("Successfully updated status", "kind", r.source.Kind(), "autoscaler", klog.KObj(s.obj))
 	return nil

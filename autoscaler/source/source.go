@@ -87,13 +87,13 @@ const FieldManager = ComponentName
 //     value would have been written at once), until the previous leader
 //     stopped. A new leader learns when that was from the Lease (its last
 //     renewal, or its release) and continues the newest recommendation
-//     until then (the controller's history store does). In steady state
-//     nothing is written, and the newest recommendation a new leader sees is at most
+//     until then (history.Store.Get does). In steady state nothing is
+//     written, and the newest recommendation a new leader sees is at most
 //     about a sync period older than the one the old leader last made.
 //   - Without leader election nothing tells a restarted controller when
 //     its predecessor stopped, so the history is also written on its own
-//     once the newest recommendation's time has moved by a minute (the
-//     controller's historyRefresh): the newest recommendation a restarted
+//     once the newest recommendation's time has moved by a minute
+//     (history.DefaultRefresh): the newest recommendation a restarted
 //     controller sees is at most that much older than the one last made.
 const HistoryAnnotation = "autoscaling.tidal.dev/history"
 

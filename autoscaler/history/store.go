@@ -1,4 +1,8 @@
-package controller
+// Package history keeps each autoscaler's stabilization history (the
+// recommendations and scale events of behavior.History) in memory, seeds it
+// from what the object persisted (source.HistoryAnnotation) after a restart
+// or failover, and says when it must be persisted again (Entry.ToPersist).
+package history
 
 import (
 	"slices"
@@ -10,14 +14,14 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
 )
 
-// historyStore keeps the recommendations and scale events of every
+// Store keeps the recommendations and scale events of every
 // autoscaler in memory, keyed by object UID, as upstream does, and seeds
 // each entry from source.HistoryAnnotation on first sight of the object after a
 // restart or failover. A deleted and recreated object starts afresh (new
 // UID).
-type historyStore struct {
+type Store struct {
 	mu    sync.Mutex
-	byUID map[types.UID]*historyEntry
+	byUID map[types.UID]*Entry
 	uids  map[string]types.UID // namespace/name -> UID
 	// refresh is how far the newest recommendation's time may move before
 	// the history is written on its own; 0: never (leader election tells a
@@ -28,7 +32,8 @@ type historyStore struct {
 	predecessorAlive time.Time
 }
 
-type historyEntry struct {
+// Entry is the history of one autoscaler, and what of it is stored.
+type Entry struct {
 	h behavior.History
 	// persisted is the last history known to be stored in the annotation
 	// (read on first sight or written since); nil when none.
@@ -37,19 +42,20 @@ type historyEntry struct {
 	persistedValue string
 }
 
-func newHistoryStore(refresh time.Duration) *historyStore {
-	return &historyStore{byUID: map[types.UID]*historyEntry{}, uids: map[string]types.UID{}, refresh: refresh}
+// NewStore returns an empty store; refresh is Store.Refresh.
+func NewStore(refresh time.Duration) *Store {
+	return &Store{byUID: map[types.UID]*Entry{}, uids: map[string]types.UID{}, refresh: refresh}
 }
 
-// succeed records when the previous leader was last known alive (see
-// Handover); call it before reconciling.
-func (s *historyStore) succeed(predecessorAlive time.Time) {
+// Succeed records when the previous leader was last known alive (see
+// controller.Handover); call it before reconciling.
+func (s *Store) Succeed(predecessorAlive time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.predecessorAlive = predecessorAlive
 }
 
-// get returns the history entry of the object key with uid. On first sight
+// Get returns the history entry of the object key with uid. On first sight
 // it is seeded from annotation (the object's source.HistoryAnnotation value, ""
 // when absent) compacted with ret at now: entries older than their window
 // or period are dropped. When the stored status says the autoscaler was
@@ -59,7 +65,7 @@ func (s *historyStore) succeed(predecessorAlive time.Time) {
 // reported in err and ignored (the history starts empty, as upstream's).
 // The workqueue hands a key to one worker at a time, so the returned entry
 // is used by one goroutine at a time.
-func (s *historyStore) get(key string, uid types.UID, annotation string, recommending bool, ret behavior.Retention, now time.Time) (e *historyEntry, err error) {
+func (s *Store) Get(key string, uid types.UID, annotation string, recommending bool, ret behavior.Retention, now time.Time) (e *Entry, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.uids[key]; ok && old != uid {
@@ -68,7 +74,7 @@ func (s *historyStore) get(key string, uid types.UID, annotation string, recomme
 	s.uids[key] = uid
 	e, ok := s.byUID[uid]
 	if !ok {
-		e = &historyEntry{}
+		e = &Entry{}
 		if annotation != "" {
 			var seed behavior.History
 			if seed, err = behavior.Decode(annotation); err == nil {
@@ -88,44 +94,44 @@ func (s *historyStore) get(key string, uid types.UID, annotation string, recomme
 	return e, err
 }
 
-// historyRefresh is how far the newest recommendation's time may move
+// DefaultRefresh is how far the newest recommendation's time may move
 // before the history is written on its own, without leader election (see
 // source.HistoryAnnotation).
-const historyRefresh = time.Minute
+const DefaultRefresh = time.Minute
 
-// persistence says whether and how urgently the history must be written.
-type persistence int
+// Persistence says whether and how urgently the history must be written.
+type Persistence int
 
 const (
-	// persistNone: the stored history decides as the current one would.
-	persistNone persistence = iota
-	// persistWithStatus: only the newest recommendation's time moved
+	// PersistNone: the stored history decides as the current one would.
+	PersistNone Persistence = iota
+	// PersistWithStatus: only the newest recommendation's time moved
 	// (by less than the refresh interval, if there is one); write it if
 	// the status is written anyway.
-	persistWithStatus
-	// persistNow: write it, with a status write of its own if need be.
-	persistNow
+	PersistWithStatus
+	// PersistNow: write it, with a status write of its own if need be.
+	PersistNow
 )
 
-// toPersist returns the compacted history and how much storing it
+// ToPersist returns the compacted history and how much storing it
 // matters at now, compared with what was last persisted; refresh is the
 // store's (0: never on its own). The caller encodes it only when it
 // writes.
-func (e *historyEntry) toPersist(ret behavior.Retention, now time.Time, refresh time.Duration) (compacted behavior.History, p persistence) {
+func (e *Entry) ToPersist(ret behavior.Retention, now time.Time, refresh time.Duration) (compacted behavior.History, p Persistence) {
 	compacted = e.h.Compact(ret, now)
 	if e.persisted == nil {
 		if len(compacted.Recommendations) == 0 && len(e.h.Recommendations) == 0 {
-			return compacted, persistNone // never recorded anything
+			return compacted, PersistNone // never recorded anything
 		}
-		return compacted, persistNow
+		return compacted, PersistNow
 	}
 	if e.persisted.Compact(ret, now).Equal(compacted) {
-		return compacted, persistNone
+		return compacted, PersistNone
 	}
 	if moved, ok := newestMoved(*e.persisted, compacted, ret, now); ok && (refresh == 0 || moved < refresh) {
-		return compacted, persistWithStatus
+		return compacted, PersistWithStatus
 	}
-	return compacted, persistNow
+	return compacted, PersistNow
 }
 
 // newestMoved reports whether current (compacted at now) is the stored
@@ -167,13 +173,13 @@ func continued(h behavior.History, until time.Time) behavior.History {
 	return h
 }
 
-// persistedAs records that compacted, encoded as value, is now stored.
-func (e *historyEntry) persistedAs(compacted behavior.History, value string) {
+// PersistedAs records that compacted, encoded as value, is now stored.
+func (e *Entry) PersistedAs(compacted behavior.History, value string) {
 	e.persisted, e.persistedValue = &compacted, value
 }
 
-// forget drops the history of the object key.
-func (s *historyStore) forget(key string) {
+// Forget drops the history of the object key.
+func (s *Store) Forget(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if uid, ok := s.uids[key]; ok {
@@ -182,7 +188,19 @@ func (s *historyStore) forget(key string) {
 	}
 }
 
-func (s *historyStore) len() int {
+// Refresh is how far the newest recommendation's time may move before
+// the history is written on its own; 0: never.
+func (s *Store) Refresh() time.Duration { return s.refresh }
+
+// History is the entry's history, which the decision updates.
+func (e *Entry) History() *behavior.History { return &e.h }
+
+// PersistedValue is the encoding of the history last known to be stored;
+// "" when none.
+func (e *Entry) PersistedValue() string { return e.persistedValue }
+
+// Len is the number of histories kept.
+func (s *Store) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.byUID)
