@@ -369,13 +369,13 @@ func TestPrometheusDownIsServiceUnavailable(t *testing.T) {
 	f := newFixture(t, nil)
 	// Discovery succeeded; now Prometheus goes away.
 	f.srv.Close()
-	start := time.Now()
 	_, err := f.p.GetMetricByName(context.Background(), types.NamespacedName{Namespace: "a", Name: "web-1"}, info(pods), labels.Everything())
 	if !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), `"default"`) {
 		t.Fatalf("err = %v, want 503 naming the backend", err)
 	}
-	if time.Since(start) > 3*time.Second {
-		t.Errorf("took %s", time.Since(start))
+	// The refused connection answers, not the query timeout running out.
+	if !strings.Contains(err.Error(), "is unavailable") || strings.Contains(err.Error(), "did not answer in time") {
+		t.Errorf("err = %v, want the backend unavailable, not timed out", err)
 	}
 }
 

@@ -338,13 +338,14 @@ func TestPrometheusOutage(t *testing.T) {
 	t.Run("stopped: a clear ServiceUnavailable, fast", func(t *testing.T) {
 		// The HPA's identity may list PodMetrics, not get one.
 		for _, p := range []string{path, "/apis/metrics.k8s.io/v1beta1/namespaces/e2e/pods"} {
-			began := time.Now()
 			st := getStatus(t, c, p)
 			if st.Code != http.StatusServiceUnavailable || !strings.Contains(st.Message, `backend "default"`) {
 				t.Errorf("%s: got %+v, want 503 naming the backend", p, st)
 			}
-			if d := time.Since(began); d > 5*time.Second {
-				t.Errorf("%s: answered in %s, want well within the 3s query timeout", p, d)
+			// Fast: the refused connection answers, not the query timeout
+			// running out.
+			if !strings.Contains(st.Message, "is unavailable") || strings.Contains(st.Message, "did not answer in time") {
+				t.Errorf("%s: message %q, want the backend unavailable, not timed out", p, st.Message)
 			}
 		}
 	})
