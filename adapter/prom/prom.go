@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/tidal-autoscaler/tidal/adapter/prom/internal/seriesjson"
 )
 
 // Client is one Prometheus-compatible backend. Implementations are safe
@@ -37,8 +39,5 @@ type Client interface {
 }
 
 // Shape is what discovery needs of a series: its name and its label names
-// (sorted, without __name__).
-type Shape struct {
-	Name   string
-	Labels []string
-}
+// (sorted, without __name__), as the series decoder keeps them.
+type Shape = seriesjson.Shape

@@ -1,14 +1,12 @@
 package prom
 
 import (
-	"bytes"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+
+	"github.com/tidal-autoscaler/tidal/adapter/prom/internal/seriesjson"
 )
 
 // decodeSeries reads an /api/v1/series response and keeps only the
@@ -17,12 +15,12 @@ import (
 // million series costs the memory of its few hundred shapes and almost no
 // garbage.
 func decodeSeries(resp *http.Response) ([]Shape, error) {
-	r, err := readSeries(resp.Body)
-	if err == nil && r.status == "success" {
-		return r.shapes, nil
+	r, err := seriesjson.Read(resp.Body)
+	if err == nil && r.Status == "success" {
+		return r.Shapes, nil
 	}
-	if r.status == "error" {
-		return nil, &promv1.Error{Type: promv1.ErrorType(r.errType), Msg: r.errMsg}
+	if r.Status == "error" {
+		return nil, &promv1.Error{Type: promv1.ErrorType(r.ErrType), Msg: r.ErrMsg}
 	}
 	typ := promv1.ErrBadResponse
 	switch {
@@ -32,293 +30,7 @@ func decodeSeries(resp *http.Response) ([]Shape, error) {
 		typ = promv1.ErrClient
 	}
 	if err == nil {
-		err = fmt.Errorf("status %q, want \"success\"", r.status)
+		err = fmt.Errorf("status %q, want \"success\"", r.Status)
 	}
 	return nil, &promv1.Error{Type: typ, Msg: fmt.Sprintf("HTTP %s: cannot decode the series response: %v", resp.Status, err)}
-}
-
-// seriesResponse is what an /api/v1/series response says.
-type seriesResponse struct {
-	shapes                  []Shape
-	status, errType, errMsg string
-}
-
-const (
-	// seriesBufSize is the read buffer; it grows only for a label or
-	// metric name longer than it, up to maxNameBytes.
-	seriesBufSize = 32 << 10
-	maxNameBytes  = 1 << 20
-	// maxDepth is encoding/json's nesting limit, so both accept the same
-	// documents.
-	maxDepth = 10000
-)
-
-// readSeries decodes a series response from r: the JSON object
-// {"status": ..., "data": [{label: value, ...}, ...], "errorType": ...,
-// "error": ...}, other keys ignored. It accepts exactly the documents
-// encoding/json accepts, with the same meaning (a repeated key: the last
-// wins; a null data: no series), and requires every label value to be a
-// string.
-func readSeries(r io.Reader) (seriesResponse, error) {
-	s := &seriesScanner{
-		r:      r,
-		buf:    make([]byte, seriesBufSize),
-		seen:   map[string]struct{}{},
-		intern: map[string]string{},
-	}
-	err := s.response()
-	return s.out, err
-}
-
-// seriesScanner is a JSON scanner specialised for series responses.
-type seriesScanner struct {
-	r      io.Reader
-	buf    []byte
-	pos, n int   // unread input is buf[pos:n]
-	off    int64 // input offset of buf[0], for error positions
-	rerr   error // the reader's error, io.EOF at the end
-	// scratch holds an unescaped string (see str).
-	scratch []byte
-
-	// Per series: its name, and its label names back to back in labels
-	// at spans; key is the shape's identity.
-	name   []byte
-	labels []byte
-	spans  []span
-	key    []byte
-
-	seen   map[string]struct{}
-	intern map[string]string
-	out    seriesResponse
-}
-
-type span struct{ start, end int }
-
-func (s *seriesScanner) response() error {
-	if err := s.expect('{'); err != nil {
-		return err
-	}
-	c, err := s.peek()
-	if err != nil {
-		return err
-	}
-	if c == '}' {
-		s.pos++
-		return s.end()
-	}
-	for {
-		k, err := s.str()
-		if err != nil {
-			return err
-		}
-		field := string(k) // small: only the response's few keys
-		if err := s.expect(':'); err != nil {
-			return err
-		}
-		switch field {
-		case "status":
-			s.out.status, err = s.optionalString()
-		case "errorType":
-			s.out.errType, err = s.optionalString()
-		case "error":
-			s.out.errMsg, err = s.optionalString()
-		case "data":
-			err = s.data()
-		default:
-			err = s.skipValue(1)
-		}
-		if err != nil {
-			return err
-		}
-		more, err := s.next('}')
-		if err != nil {
-			return err
-		}
-		if !more {
-			return s.end()
-		}
-	}
-}
-
-// end checks that only whitespace follows the response.
-func (s *seriesScanner) end() error {
-	if _, err := s.peek(); err == nil {
-		return s.syntax("data after the end of the response")
-	} else if !errors.Is(err, io.ErrUnexpectedEOF) {
-		return err
-	}
-	return nil
-}
-
-// optionalString reads a string value, or skips any other value and
-// returns "" (encoding/json leaves such a field unset or fails, and the
-// response is then not a success either way).
-func (s *seriesScanner) optionalString() (string, error) {
-	c, err := s.peek()
-	if err != nil {
-		return "", err
-	}
-	if c != '"' {
-		return "", s.skipValue(1)
-	}
-	v, err := s.str()
-	return string(v), err
-}
-
-// data reads the list of series; a repeated "data" replaces the first.
-func (s *seriesScanner) data() error {
-	s.out.shapes = nil
-	clear(s.seen)
-	c, err := s.peek()
-	if err != nil {
-		return err
-	}
-	if c == 'n' {
-		return s.literal("null")
-	}
-	if c != '[' {
-		return s.syntax("data is not a list of series")
-	}
-	s.pos++
-	if c, err = s.peek(); err != nil {
-		return err
-	}
-	if c == ']' {
-		s.pos++
-		return nil
-	}
-	for {
-		if err := s.series(); err != nil {
-			return err
-		}
-		more, err := s.next(']')
-		if err != nil || !more {
-			return err
-		}
-	}
-}
-
-// series reads one label set and records its shape if it is new.
-func (s *seriesScanner) series() error {
-	if err := s.expect('{'); err != nil {
-		return err
-	}
-	s.name, s.labels, s.spans = s.name[:0], s.labels[:0], s.spans[:0]
-	c, err := s.peek()
-	if err != nil {
-		return err
-	}
-	if c == '}' {
-		s.pos++
-	} else {
-		for {
-			if err := s.label(); err != nil {
-				return err
-			}
-			more, err := s.next('}')
-			if err != nil {
-				return err
-			}
-			if !more {
-				break
-			}
-		}
-	}
-	s.addShape()
-	return nil
-}
-
-// label reads one "name": "value" pair, keeping the value only for
-// __name__.
-func (s *seriesScanner) label() error {
-	k, err := s.str()
-	if err != nil {
-		return err
-	}
-	isName := string(k) == "__name__"
-	if !isName {
-		start := len(s.labels)
-		s.labels = append(s.labels, k...)
-		s.spans = append(s.spans, span{start, len(s.labels)})
-	}
-	if err := s.expect(':'); err != nil {
-		return err
-	}
-	c, err := s.peek()
-	if err != nil {
-		return err
-	}
-	if c != '"' {
-		return s.syntax("a label value is not a string")
-	}
-	if !isName {
-		return s.skipString()
-	}
-	v, err := s.str()
-	s.name = append(s.name[:0], v...)
-	return err
-}
-
-// addShape records the current series' shape unless it was seen: label
-// names sorted and deduplicated (a repeated label is one label, as in a
-// decoded map), the key length-prefixed so that no two shapes share one.
-func (s *seriesScanner) addShape() {
-	sp := s.spans
-	lb := s.labels
-	// Insertion sort: Prometheus sends label names sorted already.
-	for i := 1; i < len(sp); i++ {
-		for j := i; j > 0 && bytes.Compare(lb[sp[j].start:sp[j].end], lb[sp[j-1].start:sp[j-1].end]) < 0; j-- {
-			sp[j], sp[j-1] = sp[j-1], sp[j]
-		}
-	}
-	uniq := sp[:0]
-	for i, x := range sp {
-		if i > 0 && bytes.Equal(lb[x.start:x.end], lb[sp[i-1].start:sp[i-1].end]) {
-			continue
-		}
-		uniq = append(uniq, x)
-	}
-	s.spans = uniq
-	s.key = binary.AppendUvarint(s.key[:0], uint64(len(s.name)))
-	s.key = append(s.key, s.name...)
-	for _, x := range uniq {
-		s.key = binary.AppendUvarint(s.key, uint64(x.end-x.start))
-		s.key = append(s.key, lb[x.start:x.end]...)
-	}
-	if _, ok := s.seen[string(s.key)]; ok {
-		return
-	}
-	s.seen[string(s.key)] = struct{}{}
-	sh := Shape{Name: s.internBytes(s.name), Labels: make([]string, len(uniq))}
-	for i, x := range uniq {
-		sh.Labels[i] = s.internBytes(lb[x.start:x.end])
-	}
-	s.out.shapes = append(s.out.shapes, sh)
-}
-
-func (s *seriesScanner) internBytes(b []byte) string {
-	if v, ok := s.intern[string(b)]; ok {
-		return v
-	}
-	v := string(b)
-	s.intern[v] = v
-	return v
-}
-
-// next reads the ',' between elements (true) or the closing delimiter
-// (false).
-func (s *seriesScanner) next(closing byte) (bool, error) {
-	c, err := s.peek()
-	if err != nil {
-		return false, err
-	}
-	switch c {
-	case ',':
-		s.pos++
-		return true, nil
-	case closing:
-		s.pos++
-		return false, nil
-	}
-	return false, s.syntax(fmt.Sprintf("want ',' or %q", closing))
 }

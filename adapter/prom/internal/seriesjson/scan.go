@@ -1,4 +1,4 @@
-package prom
+package seriesjson
 
 import (
 	"encoding/json"
