@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -149,9 +150,7 @@ func (o *Options) Validate() []error {
 	if o.KubeAPIBurst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst must be at least 1, got %d", o.KubeAPIBurst))
 	}
-	switch source.Mode(o.Mode) {
-	case source.ModeCRD, source.ModeNative:
-	default:
+	if !slices.Contains(source.Modes, source.Mode(o.Mode)) {
 		errs = append(errs, fmt.Errorf("--mode must be %q or %q, got %q", source.ModeCRD, source.ModeNative, o.Mode))
 	}
 	errs = append(errs, o.HPA.Validate()...)

@@ -35,6 +35,10 @@ const (
 	ModeNative Mode = "native"
 )
 
+// Modes are the modes there are, for --mode's validation and the chart's
+// schema (test/manifests checks the chart offers exactly these).
+var Modes = []Mode{ModeCRD, ModeNative}
+
 // ComponentName names the autoscaler to the cluster: its user agent, its
 // leader election (and the Lease's default name), its work queue, and the
 // component of its events in CRD mode.

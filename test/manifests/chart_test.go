@@ -3,6 +3,7 @@ package manifests
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 	"github.com/tidal-autoscaler/tidal/rules/config"
 )
 
@@ -288,6 +290,35 @@ func keysOfVolumes(t *testing.T, objs []*unstructured.Unstructured) []string {
 		}
 	}
 	return out
+}
+
+// TestChartSharesAutoscalerNames: the chart offers exactly the modes the
+// binary has, and names the autoscaler (Deployment, Lease) as the binary
+// names itself by default, for the default release name.
+func TestChartSharesAutoscalerNames(t *testing.T) {
+	var schema struct {
+		Properties struct {
+			Autoscaler struct {
+				Properties struct {
+					Mode struct {
+						Enum []string `json:"enum"`
+					} `json:"mode"`
+				} `json:"properties"`
+			} `json:"autoscaler"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(readFile(t, filepath.Join(chartDir(t), "values.schema.json")), &schema); err != nil {
+		t.Fatal(err)
+	}
+	var modes []string
+	for _, m := range source.Modes {
+		modes = append(modes, string(m))
+	}
+	if got := schema.Properties.Autoscaler.Properties.Mode.Enum; !slices.Equal(got, modes) {
+		t.Errorf("chart's autoscaler.mode offers %q, the binary has %q", got, modes)
+	}
+	// find fails the test when the chart names it otherwise.
+	find(t, helmTemplate(t), "Deployment", namespace, source.ComponentName)
 }
 
 // TestChartSchemaRejects: bad values fail `helm template` with a message
