@@ -16,6 +16,8 @@ import (
 // Kind says which API a rule serves.
 type Kind int
 
+// The kinds: a rule of `rules` (custom.metrics.k8s.io) or of
+// `externalRules` (external.metrics.k8s.io).
 const (
 	Custom Kind = iota
 	External

@@ -31,6 +31,7 @@ type namespaceSelectors struct {
 	noPair map[string]struct{}
 }
 
+// NewSelectorTracker returns an empty tracker.
 func NewSelectorTracker() *SelectorTracker {
 	return &SelectorTracker{namespaces: map[string]*namespaceSelectors{}}
 }
