@@ -3,7 +3,6 @@ package app
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -13,6 +12,7 @@ import (
 	_ "k8s.io/component-base/logs/json/register" // makes --logging-format=json available
 
 	"github.com/tidal-autoscaler/tidal/adapter/prom"
+	"github.com/tidal-autoscaler/tidal/internal/cmdutil"
 )
 
 // Options are everything `tidal adapter` is configured with on its
@@ -142,7 +142,7 @@ func (o *Options) Validate() []error {
 	for _, e := range logsapi.Validate(o.Logs, nil, nil) {
 		errs = append(errs, e)
 	}
-	errs = append(errs, checkFile("--kubeconfig", o.Kubeconfig)...)
+	errs = append(errs, cmdutil.CheckFile("--kubeconfig", o.Kubeconfig)...)
 	errs = append(errs, o.Prometheus.Validate()...)
 	errs = append(errs, o.Rules.Validate()...)
 	errs = append(errs, o.APIs.Validate()...)
@@ -152,7 +152,7 @@ func (o *Options) Validate() []error {
 // Validate checks the rule options and reports every problem, not only
 // the first.
 func (o *RulesOptions) Validate() []error {
-	errs := checkFile("--config", o.File)
+	errs := cmdutil.CheckFile("--config", o.File)
 	if o.RelistInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--metrics-relist-interval must be positive, got %s", o.RelistInterval))
 	}
@@ -182,20 +182,4 @@ func (o *RulesOptions) effectiveMaxAge() time.Duration {
 		return o.RelistInterval
 	}
 	return o.MaxAge
-}
-
-// checkFile reports when flag names a file that cannot be read. An empty
-// path is fine: required flags are checked by their owners.
-func checkFile(flag, path string) []error {
-	if path == "" {
-		return nil
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return []error{fmt.Errorf("%s: %w", flag, err)}
-	}
-	if fi.IsDir() {
-		return []error{fmt.Errorf("%s %q is a directory, want a file", flag, path)}
-	}
-	return nil
 }

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
 	"github.com/spf13/pflag"
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/tidal-autoscaler/tidal/internal/cmdutil"
 )
 
 // FlagOptions say how to reach Prometheus: the --prometheus-* flags of
@@ -100,11 +101,11 @@ func (o *FlagOptions) Validate() []error {
 	if (o.ClientCertFile == "") != (o.ClientKeyFile == "") {
 		errs = append(errs, errors.New("--prometheus-client-tls-cert-file and --prometheus-client-tls-key-file must be set together"))
 	}
-	errs = append(errs, checkFile("--prometheus-token-file", o.TokenFile)...)
-	errs = append(errs, checkFile("--prometheus-ca-file", o.CAFile)...)
-	errs = append(errs, checkFile("--prometheus-client-tls-cert-file", o.ClientCertFile)...)
-	errs = append(errs, checkFile("--prometheus-client-tls-key-file", o.ClientKeyFile)...)
-	errs = append(errs, checkFile("--prometheus-auth-config", o.AuthConfigFile)...)
+	errs = append(errs, cmdutil.CheckFile("--prometheus-token-file", o.TokenFile)...)
+	errs = append(errs, cmdutil.CheckFile("--prometheus-ca-file", o.CAFile)...)
+	errs = append(errs, cmdutil.CheckFile("--prometheus-client-tls-cert-file", o.ClientCertFile)...)
+	errs = append(errs, cmdutil.CheckFile("--prometheus-client-tls-key-file", o.ClientKeyFile)...)
+	errs = append(errs, cmdutil.CheckFile("--prometheus-auth-config", o.AuthConfigFile)...)
 	_, headerErrs := parseHeaders(o.Headers)
 	errs = append(errs, headerErrs...)
 	return errs
@@ -233,20 +234,4 @@ func parseHeaders(pairs []string) (map[string][]string, []error) {
 		headers[name] = append(headers[name], value)
 	}
 	return headers, errs
-}
-
-// checkFile reports when flag names a file that cannot be read. An empty
-// path is fine: required flags are checked by their owners.
-func checkFile(flag, path string) []error {
-	if path == "" {
-		return nil
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return []error{fmt.Errorf("%s: %w", flag, err)}
-	}
-	if fi.IsDir() {
-		return []error{fmt.Errorf("%s %q is a directory, want a file", flag, path)}
-	}
-	return nil
 }

@@ -4,6 +4,7 @@
 package cmdutil
 
 import (
+	"fmt"
 	"io"
 	"os"
 
@@ -41,4 +42,20 @@ func TerminalWidth(w io.Writer) int {
 		return 0
 	}
 	return cols
+}
+
+// CheckFile reports when flag names a file that cannot be read. An empty
+// path is fine: required flags are checked by their owners.
+func CheckFile(flag, path string) []error {
+	if path == "" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return []error{fmt.Errorf("%s: %w", flag, err)}
+	}
+	if fi.IsDir() {
+		return []error{fmt.Errorf("%s %q is a directory, want a file", flag, path)}
+	}
+	return nil
 }
