@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapi "k8s.io/apiserver/pkg/endpoints"
 	"k8s.io/apiserver/pkg/endpoints/discovery"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -35,31 +36,17 @@ func installCustomMetrics(s *genericapiserver.GenericAPIServer, p cmprovider.Cus
 	container := s.Handler.GoRestfulContainer
 	for i, gv := range groupInfo.PrioritizedVersions {
 		api := &cminstaller.MetricsAPIGroupVersion{
-			DynamicStorage: selectorChecked{cmstorage.NewREST(p)},
-			APIGroupVersion: &genericapi.APIGroupVersion{
-				Root:             genericapiserver.APIGroupPrefix,
-				GroupVersion:     gv,
-				MetaGroupVersion: groupInfo.MetaGroupVersion,
-				ParameterCodec:   groupInfo.ParameterCodec,
-				Serializer:       groupInfo.NegotiatedSerializer,
-				Creater:          groupInfo.Scheme,
-				Convertor:        groupInfo.Scheme,
-				UnsafeConvertor:  runtime.UnsafeObjectConvertor(groupInfo.Scheme),
-				Typer:            groupInfo.Scheme,
-				Namer:            runtime.Namer(meta.NewAccessor()),
-			},
-			ResourceLister: cmprovider.NewCustomMetricResourceLister(p),
-			Handlers:       &cminstaller.CMHandlers{},
+			DynamicStorage:  selectorChecked{cmstorage.NewREST(p)},
+			APIGroupVersion: apiGroupVersion(&groupInfo, gv),
+			ResourceLister:  cmprovider.NewCustomMetricResourceLister(p),
+			Handlers:        &cminstaller.CMHandlers{},
 		}
 		if err := api.InstallREST(container); err != nil {
 			return err
 		}
 		if i == 0 {
 			// Discovery names the preferred (first) version, as upstream.
-			v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
-			group := metav1.APIGroup{Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v}
-			s.DiscoveryGroupManager.AddGroup(group)
-			container.Add(discovery.NewAPIGroupHandler(s.Serializer, group).WebService())
+			addDiscoveryGroup(s, gv)
 		}
 	}
 	return nil
@@ -75,31 +62,43 @@ func installExternalMetrics(s *genericapiserver.GenericAPIServer, p cmprovider.E
 	groupInfo := genericapiserver.NewDefaultAPIGroupInfo(external_metrics.GroupName, cmapiserver.Scheme, metav1.ParameterCodec, cmapiserver.Codecs)
 	gv := groupInfo.PrioritizedVersions[0]
 	api := &cminstaller.MetricsAPIGroupVersion{
-		DynamicStorage: emstorage.NewREST(p),
-		APIGroupVersion: &genericapi.APIGroupVersion{
-			Root:             genericapiserver.APIGroupPrefix,
-			GroupVersion:     gv,
-			MetaGroupVersion: groupInfo.MetaGroupVersion,
-			ParameterCodec:   groupInfo.ParameterCodec,
-			Serializer:       groupInfo.NegotiatedSerializer,
-			Creater:          groupInfo.Scheme,
-			Convertor:        groupInfo.Scheme,
-			UnsafeConvertor:  runtime.UnsafeObjectConvertor(groupInfo.Scheme),
-			Typer:            groupInfo.Scheme,
-			Namer:            runtime.Namer(meta.NewAccessor()),
-		},
-		ResourceLister: resources,
-		Handlers:       &cminstaller.EMHandlers{},
+		DynamicStorage:  emstorage.NewREST(p),
+		APIGroupVersion: apiGroupVersion(&groupInfo, gv),
+		ResourceLister:  resources,
+		Handlers:        &cminstaller.EMHandlers{},
 	}
 	container := s.Handler.GoRestfulContainer
 	if err := api.InstallREST(container); err != nil {
 		return err
 	}
+	addDiscoveryGroup(s, gv)
+	return nil
+}
+
+// apiGroupVersion is how custom-metrics-apiserver's installers describe
+// one version of a metrics API group to the generic API server.
+func apiGroupVersion(groupInfo *genericapiserver.APIGroupInfo, gv schema.GroupVersion) *genericapi.APIGroupVersion {
+	return &genericapi.APIGroupVersion{
+		Root:             genericapiserver.APIGroupPrefix,
+		GroupVersion:     gv,
+		MetaGroupVersion: groupInfo.MetaGroupVersion,
+		ParameterCodec:   groupInfo.ParameterCodec,
+		Serializer:       groupInfo.NegotiatedSerializer,
+		Creater:          groupInfo.Scheme,
+		Convertor:        groupInfo.Scheme,
+		UnsafeConvertor:  runtime.UnsafeObjectConvertor(groupInfo.Scheme),
+		Typer:            groupInfo.Scheme,
+		Namer:            runtime.Namer(meta.NewAccessor()),
+	}
+}
+
+// addDiscoveryGroup lists gv's group in /apis and serves /apis/<group>,
+// with gv as the one (preferred) version.
+func addDiscoveryGroup(s *genericapiserver.GenericAPIServer, gv schema.GroupVersion) {
 	v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
 	group := metav1.APIGroup{Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v}
 	s.DiscoveryGroupManager.AddGroup(group)
-	container.Add(discovery.NewAPIGroupHandler(s.Serializer, group).WebService())
-	return nil
+	s.Handler.GoRestfulContainer.Add(discovery.NewAPIGroupHandler(s.Serializer, group).WebService())
 }
 
 // selectorChecked is custom-metrics-apiserver's storage, except that a
