@@ -117,12 +117,13 @@ func createTarget(ctx context.Context, p *profile, ns, name string, k targetKind
 		}}, metav1.CreateOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("create %s %s/%s: %w", cmpKind(k), ns, name, err)
+		return fmt.Errorf("create %s %s/%s: %w", k.kind(), ns, name, err)
 	}
 	return nil
 }
 
-func cmpKind(k targetKind) string {
+// kind is the target's Kind.
+func (k targetKind) kind() string {
 	if k == deploymentTarget {
 		return "Deployment"
 	}
@@ -168,7 +169,7 @@ func waitTargetReady(ctx context.Context, p *profile, ns, name string, k targetK
 			return err
 		}
 	}
-	return harness.WaitReady(ctx, nil, cmpKind(k)+" "+ns+"/"+name, 90*time.Second, func(ctx context.Context) error {
+	return harness.WaitReady(ctx, nil, k.kind()+" "+ns+"/"+name, 90*time.Second, func(ctx context.Context) error {
 		want, err := targetReplicas(ctx, p, ns, name, k)
 		if err != nil {
 			return err
