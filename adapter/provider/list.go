@@ -53,17 +53,12 @@ func (s *scopes) namespaced(mapper meta.RESTMapper, snap *discovery.Snapshot, gr
 	if err != nil {
 		return fallback
 	}
-	kind, err := mapper.KindFor(gvr)
+	_, clustered, err := kindAndScope(mapper, gvr)
 	if err != nil {
 		return fallback
 	}
-	mapping, err := mapper.RESTMapping(kind.GroupKind(), kind.Version)
-	if err != nil {
-		return fallback
-	}
-	v := mapping.Scope.Name() != meta.RESTScopeNameRoot
-	s.m[gr] = v
-	return v
+	s.m[gr] = !clustered
+	return !clustered
 }
 
 // ListAllExternalMetrics lists the external metrics of the latest discovery.

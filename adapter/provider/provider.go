@@ -198,15 +198,38 @@ func (p *Provider) lookup(snap *discovery.Snapshot, info cmprovider.CustomMetric
 	if !ok {
 		return target{}, cmprovider.NewMetricNotFoundError(gvr.GroupResource(), info.Metric)
 	}
-	kind, err := p.o.Mapper.KindFor(gvr)
+	kind, clustered, err := kindAndScope(p.o.Mapper, gvr)
 	if err != nil {
-		return target{}, apierrors.NewInternalError(fmt.Errorf("kind of %s: %w", gvr, err))
+		return target{}, apierrors.NewInternalError(err)
 	}
-	mapping, err := p.o.Mapper.RESTMapping(kind.GroupKind(), kind.Version)
+	return target{binding: b, gvr: gvr, kind: kind, clustered: clustered}, nil
+}
+
+// kindAndScope is gvr's kind and whether it is cluster-scoped, as the
+// cluster's API discovery says.
+func kindAndScope(mapper meta.RESTMapper, gvr schema.GroupVersionResource) (schema.GroupVersionKind, bool, error) {
+	kind, err := mapper.KindFor(gvr)
 	if err != nil {
-		return target{}, apierrors.NewInternalError(fmt.Errorf("scope of %s: %w", gvr, err))
+		return kind, false, fmt.Errorf("kind of %s: %w", gvr, err)
 	}
-	return target{binding: b, gvr: gvr, kind: kind, clustered: mapping.Scope.Name() == meta.RESTScopeNameRoot}, nil
+	mapping, err := mapper.RESTMapping(kind.GroupKind(), kind.Version)
+	if err != nil {
+		return kind, false, fmt.Errorf("scope of %s: %w", gvr, err)
+	}
+	return kind, mapping.Scope.Name() == meta.RESTScopeNameRoot, nil
+}
+
+// namespaceFor is the namespace to ask about for t: none for a
+// cluster-scoped resource (a namespace in the request is ignored); a
+// namespaced resource needs one.
+func (t target) namespaceFor(namespace, metric string) (string, error) {
+	switch {
+	case t.clustered:
+		return "", nil
+	case namespace == "":
+		return "", needsNamespace(t, metric)
+	}
+	return namespace, nil
 }
 
 // needsNamespace is the answer to a request without a namespace for a
@@ -232,12 +255,9 @@ func (p *Provider) GetMetricByName(ctx context.Context, name types.NamespacedNam
 	if err != nil {
 		return nil, err
 	}
-	namespace := name.Namespace
-	switch {
-	case t.clustered:
-		namespace = ""
-	case namespace == "":
-		return nil, needsNamespace(t, info.Metric)
+	namespace, err := t.namespaceFor(name.Namespace, info.Metric)
+	if err != nil {
+		return nil, err
 	}
 	exists, err := p.o.Objects.Exists(ctx, t.gvr, namespace, name.Name)
 	if err != nil {
@@ -267,11 +287,8 @@ func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, se
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case t.clustered:
-		namespace = ""
-	case namespace == "":
-		return nil, needsNamespace(t, info.Metric)
+	if namespace, err = t.namespaceFor(namespace, info.Metric); err != nil {
+		return nil, err
 	}
 	objects := ""
 	if selector != nil {
