@@ -8,10 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/scale"
-	"k8s.io/client-go/util/retry"
-	"k8s.io/klog/v2"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
@@ -71,22 +68,19 @@ func (s *scaler) get(ctx context.Context, namespace, name string, mappings []*me
 	return nil, schema.GroupResource{}, firstErr
 }
 
-// update sets the scale's spec.replicas to replicas, retrying on conflicts
-// with a fresh read each time, as upstream does.
+// update sets the scale's spec.replicas to replicas, once. A Conflict
+// means someone else (`kubectl scale`, another controller) wrote the
+// target after sc was read, so replicas was decided from a stale count:
+// it is not retried on a fresh read, which would overwrite their write
+// with that decision. The error goes back to the reconcile, which records
+// the failed rescale as upstream does and is requeued; the next reconcile
+// reads the new count and decides again.
 func (s *scaler) update(ctx context.Context, namespace string, gr schema.GroupResource, sc *autoscalingv1.Scale, replicas int32) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		sc.Spec.Replicas = replicas
-		written, err := s.scales.Scales(namespace).Update(ctx, gr, sc, metav1.UpdateOptions{FieldManager: source.FieldManager})
-		if err == nil {
-			s.cache.Wrote(gr, namespace, sc.Name, written.ResourceVersion)
-			return nil
-		}
-		latest, getErr := s.scales.Scales(namespace).Get(ctx, gr, sc.Name, metav1.GetOptions{})
-		if getErr == nil {
-			sc = latest
-		} else {
-			utilruntime.HandleErrorWithContext(ctx, getErr, "Re-reading the scale after a failed update failed", "resource", gr, "scale", klog.KRef(namespace, sc.Name))
-		}
+	sc.Spec.Replicas = replicas
+	written, err := s.scales.Scales(namespace).Update(ctx, gr, sc, metav1.UpdateOptions{FieldManager: source.FieldManager})
+	if err != nil {
 		return err
-	})
+	}
+	s.cache.Wrote(gr, namespace, sc.Name, written.ResourceVersion)
+	return nil
 }

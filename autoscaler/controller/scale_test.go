@@ -1,0 +1,125 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
+)
+
+// TestConflictOnScaleNeverWritesAStaleCount: someone (`kubectl scale`)
+// writes the target's replicas between Tidal's read of /scale and its
+// write, so the write answers 409 Conflict. Tidal must not write the count
+// it decided from the stale read: the reconcile fails as upstream records
+// a failed update (a FailedRescale event, AbleToScale=False with reason
+// FailedUpdateScale) and is requeued, and the next reconcile reads the
+// new replicas and decides again from them.
+func TestConflictOnScaleNeverWritesAStaleCount(t *testing.T) {
+	type write struct {
+		replicas        int32
+		resourceVersion string
+		accepted        bool
+	}
+	tests := []struct {
+		name string
+		// kubectl is the replicas someone else writes while Tidal decides.
+		kubectl int32
+		// wantNext are the writes of the reconcile after the conflict.
+		wantNext []write
+		// wantNextEvents are prefixes of that reconcile's events.
+		wantNextEvents []string
+	}{{
+		// spec.replicas 0 disables autoscaling, as upstream: the stale
+		// decision (5) would have turned the workload back on.
+		name: "kubectl scale to 0 pauses the target", kubectl: 0,
+	}, {
+		// From 10 replicas the same metrics ask for fewer, and the event
+		// says so: the decision is made again from the count read.
+		name: "kubectl scale to 10 is decided again from 10", kubectl: 10,
+		wantNext:       []write{{replicas: 5, resourceVersion: "2", accepted: true}},
+		wantNextEvents: []string{"Normal SuccessfulRescale New size: 5; reason: All metrics below target"},
+	}, {
+		name: "kubectl scale to the same count is decided again", kubectl: 3,
+		wantNext:       []write{{replicas: 5, resourceVersion: "2", accepted: true}},
+		wantNextEvents: []string{"Normal SuccessfulRescale New size: 5; reason: cpu resource utilization (percentage of request) above target"},
+	}}
+	for _, mode := range []source.Mode{source.ModeNative, source.ModeCRD} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/%s", mode, tt.name), func(t *testing.T) {
+				// 3 pods at 50% of their request, target 30%: 5 replicas.
+				sc := newScale(3, 3, "app=web")
+				sc.ResourceVersion = "1"
+				f := newFixture(t, mode, world{scale: sc, pods: pods(2000, 2000, 2000), podMetrics: milliByPod(600, 1000, 1400)},
+					newHPA("web", ptr.To[int32](1), 10, cpuUtilization(30)))
+				var writes []write
+				f.scales.PrependReactor("update", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					in := a.(k8stesting.UpdateAction).GetObject().(*autoscalingv1.Scale)
+					if sc.ResourceVersion == "1" {
+						// kubectl scale, just before Tidal's write.
+						sc.Spec.Replicas, sc.ResourceVersion = tt.kubectl, "2"
+					}
+					w := write{replicas: in.Spec.Replicas, resourceVersion: in.ResourceVersion}
+					if in.ResourceVersion != sc.ResourceVersion {
+						writes = append(writes, w)
+						return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web",
+							fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+					}
+					w.accepted = true
+					writes = append(writes, w)
+					sc.Spec.Replicas = in.Spec.Replicas
+					out := sc.DeepCopy()
+					return true, out, nil
+				})
+
+				err := f.reconcile("web")
+				if err == nil || !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "failed to rescale") {
+					t.Errorf("reconcile error = %v, want the conflict", err)
+				}
+				if want := []write{{replicas: 5, resourceVersion: "1"}}; !slices.Equal(writes, want) {
+					t.Errorf("writes = %+v, want only the one refused, %+v: the stale count is never written again", writes, want)
+				}
+				if sc.Spec.Replicas != tt.kubectl {
+					t.Errorf("the target has %d replicas, want kubectl's %d", sc.Spec.Replicas, tt.kubectl)
+				}
+				events := f.events()
+				if len(events) != 1 || !strings.HasPrefix(events[0], "Warning FailedRescale New size: 5; reason: cpu resource utilization (percentage of request) above target; error: Operation cannot be fulfilled") {
+					t.Errorf("events = %q, want one FailedRescale", events)
+				}
+				c := condition(f.stored("web").HPAStatus(), autoscalingv2.AbleToScale)
+				if c == nil || c.Status != corev1.ConditionFalse || c.Reason != "FailedUpdateScale" {
+					t.Errorf("AbleToScale = %+v, want False, FailedUpdateScale", c)
+				}
+
+				// The requeued reconcile reads the scale kubectl wrote.
+				f.sync("web")
+				writes = nil
+				if err := f.reconcile("web"); err != nil {
+					t.Fatalf("next reconcile: %v", err)
+				}
+				if !slices.Equal(writes, tt.wantNext) {
+					t.Errorf("next reconcile wrote %+v, want %+v", writes, tt.wantNext)
+				}
+				events = f.events()
+				if len(events) != len(tt.wantNextEvents) {
+					t.Fatalf("next reconcile's events = %q, want %q", events, tt.wantNextEvents)
+				}
+				for i, want := range tt.wantNextEvents {
+					if !strings.HasPrefix(events[i], want) {
+						t.Errorf("event %d = %q, want %q", i, events[i], want)
+					}
+				}
+			})
+		}
+	}
+}
