@@ -219,7 +219,7 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 		m := objects.NewMapper(kube.Discovery())
 		res.mapper, res.rest = m, m
 	}
-	data, err := os.ReadFile(o.File)
+	data, err := config.ReadFile(o.File)
 	if err != nil {
 		return err
 	}

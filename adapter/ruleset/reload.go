@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tidal-autoscaler/tidal/adapter/monitor"
+	"github.com/tidal-autoscaler/tidal/rules/config"
 )
 
 // LoadFunc turns the rule file's content into a Set (see Load).
@@ -33,7 +33,15 @@ type ReloaderOptions struct {
 	// keeps serving.
 	OnFailure func(err error)
 	Metrics   *monitor.Metrics
+	// LoadTimeout bounds one Load of the file; 0 is DefaultLoadTimeout.
+	LoadTimeout time.Duration
 }
+
+// DefaultLoadTimeout is how long loading the rule file may take before it
+// is rejected. Loading a real rule file takes milliseconds; the file's
+// size and alias expansion are bounded in rules/config, and this is the
+// backstop if anything else makes a file slow to load.
+const DefaultLoadTimeout = 10 * time.Second
 
 // Reloader holds the current Set and swaps it atomically when the rule
 // file changes and the new content loads.
@@ -55,6 +63,9 @@ func NewReloader(o ReloaderOptions) *Reloader {
 	if o.Metrics == nil {
 		o.Metrics = monitor.New()
 	}
+	if o.LoadTimeout <= 0 {
+		o.LoadTimeout = DefaultLoadTimeout
+	}
 	r := &Reloader{o: o}
 	r.cur.Store(Empty())
 	return r
@@ -69,20 +80,44 @@ func (r *Reloader) LoadInitial() error {
 	if r.o.Path == "" {
 		return nil
 	}
-	data, err := os.ReadFile(r.o.Path)
+	data, err := config.ReadFile(r.o.Path)
 	if err != nil {
 		return fmt.Errorf("reading the rule file: %w", err)
 	}
-	set, err := r.o.Load(r.o.Path, data)
 	r.mu.Lock()
 	r.seen = sha256.Sum256(data)
 	r.mu.Unlock()
+	set, err := r.load(data)
 	if err != nil {
 		r.o.Metrics.Reloads.WithLabelValues("failure").Inc()
 		return err
 	}
 	r.install(set)
 	return nil
+}
+
+// load runs Load on data with the LoadTimeout. A Load that outlives it
+// is left to finish in the background and its result dropped: Load reads
+// nothing but data and cannot be interrupted, and the file's bounds in
+// rules/config keep it from running for long.
+func (r *Reloader) load(data []byte) (*Set, error) {
+	type result struct {
+		set *Set
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		set, err := r.o.Load(r.o.Path, data)
+		done <- result{set, err}
+	}()
+	t := time.NewTimer(r.o.LoadTimeout)
+	defer t.Stop()
+	select {
+	case res := <-done:
+		return res.set, res.err
+	case <-t.C:
+		return nil, fmt.Errorf("loading the rule file %s took longer than %v; it was not loaded: check it with `tidal rules check %s`, and look for anchors nested in anchors or a very large file", r.o.Path, r.o.LoadTimeout, r.o.Path)
+	}
 }
 
 func (r *Reloader) install(set *Set) {
@@ -102,10 +137,10 @@ func (r *Reloader) Check() (bool, error) {
 	if r.o.Path == "" {
 		return false, nil
 	}
-	data, err := os.ReadFile(r.o.Path)
+	data, err := config.ReadFile(r.o.Path)
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if err != nil {
+		defer r.mu.Unlock()
 		return false, r.unreadable(err)
 	}
 	if r.readErr != "" {
@@ -114,10 +149,21 @@ func (r *Reloader) Check() (bool, error) {
 	}
 	sum := sha256.Sum256(data)
 	if sum == r.seen {
+		r.mu.Unlock()
 		return false, nil
 	}
 	r.seen = sum
-	set, err := r.o.Load(r.o.Path, data)
+	r.mu.Unlock()
+
+	// Loading runs without the lock, bounded by LoadTimeout.
+	set, err := r.load(data)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen != sum {
+		// A concurrent Check tried newer content while this one loaded.
+		return false, nil
+	}
 	if err != nil {
 		r.o.Metrics.Reloads.WithLabelValues("failure").Inc()
 		klog.ErrorS(err, "Rejected the changed rule file; the last good rules keep serving", "file", r.o.Path)

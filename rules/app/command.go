@@ -4,7 +4,6 @@ package app
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -96,13 +95,13 @@ func checkFile(stdin io.Reader, file string) (*config.Config, config.Problems) {
 // problems carry.
 func read(stdin io.Reader, file string) (string, []byte, error) {
 	if file == "-" {
-		data, err := io.ReadAll(stdin)
+		data, err := io.ReadAll(io.LimitReader(stdin, config.MaxFileBytes+1))
 		if err != nil {
 			return "", nil, fmt.Errorf("cannot read standard input: %w", err)
 		}
 		return "<stdin>", data, nil
 	}
-	data, err := os.ReadFile(file)
+	data, err := config.ReadFile(file)
 	if err != nil {
 		return "", nil, fmt.Errorf("cannot read the rule file: %w", err)
 	}

@@ -23,6 +23,58 @@ type decoder struct {
 	// merging holds the mappings being merged, to stop at an anchor
 	// merged into itself (`&a {<<: *a}`), which YAML allows.
 	merging map[*yaml.Node]bool
+	// budget is how many more mapping entries and list items the walk may
+	// visit; aliases and merge keys visit what they refer to again, so
+	// nested ones multiply (a YAML "billion laughs"). exhausted is the
+	// problem saying it ran out; the walk then stops.
+	budget    int
+	exhausted *Problem
+}
+
+// Expansion limits: the walk may visit ExpansionFactor times the entries
+// and items written in the file, plus ExpansionBase. Merging one anchor
+// into every rule stays far below it; only anchors nested in anchors
+// reach it, and a bomb of a few hundred bytes stops within milliseconds.
+const (
+	ExpansionFactor = 10
+	ExpansionBase   = 10000
+)
+
+// expansionBudget counts the mapping entries and list items written in
+// the document, not following aliases, and returns how many the walk may
+// visit.
+func expansionBudget(root *yaml.Node) int {
+	written := 0
+	var count func(n *yaml.Node)
+	count = func(n *yaml.Node) {
+		switch n.Kind {
+		case yaml.MappingNode:
+			written += len(n.Content) / 2
+		case yaml.SequenceNode:
+			written += len(n.Content)
+		}
+		for _, c := range n.Content {
+			count(c)
+		}
+	}
+	count(root)
+	return ExpansionFactor*written + ExpansionBase
+}
+
+// spend takes one visit of n (a mapping entry or list item) from the
+// budget, and reports whether the walk may go on.
+func (d *decoder) spend(n *yaml.Node) bool {
+	if d.exhausted != nil {
+		return false
+	}
+	d.budget--
+	if d.budget >= 0 {
+		return true
+	}
+	p := posOf(n)
+	d.exhausted = &Problem{File: d.file, Line: p.Line, Column: p.Column}
+	d.exhausted.Message = fmt.Sprintf("aliases (*name) and merge keys (<<) expand the rule file past %d times the entries written in it (plus %d), as anchors nested in anchors do; the file was not loaded: write the repeated parts out, or merge each anchor directly rather than through other anchors", ExpansionFactor, ExpansionBase)
+	return false
 }
 
 func posOf(n *yaml.Node) Pos {
@@ -79,6 +131,9 @@ func (d *decoder) entries(n *yaml.Node, path string) []entry {
 	var own, merged []entry
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if !d.spend(k) {
+			return nil
+		}
 		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
 			merged = append(merged, d.mergeEntries(v, path)...)
 			continue
@@ -128,6 +183,9 @@ func (d *decoder) mergeEntries(v *yaml.Node, path string) []entry {
 		var out []entry
 		seen := map[string]bool{}
 		for _, m := range v.Content {
+			if !d.spend(m) {
+				return nil
+			}
 			for _, e := range d.mergeEntries(m, path) {
 				if !seen[e.key] {
 					seen[e.key] = true
@@ -286,6 +344,9 @@ func (d *decoder) list(n *yaml.Node, path string, each func(i int, item *yaml.No
 		return
 	}
 	for i, item := range n.Content {
+		if !d.spend(item) {
+			return
+		}
 		each(i, item)
 	}
 }
