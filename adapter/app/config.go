@@ -64,9 +64,21 @@ type RulesConfig struct {
 // nor Prometheus, except for the delegated authentication lookup of the
 // cluster's client CAs (skip it with --authentication-skip-lookup).
 func (o *Options) Config() (*Config, error) {
-	kube, err := kubeconfig.Load(o.Kubeconfig, serverName)
+	clusterKubeconfig := o.Kubeconfig
+	if o.ListerKubeconfig != "" {
+		clusterKubeconfig = o.ListerKubeconfig
+	}
+	kube, err := kubeconfig.Load(clusterKubeconfig, serverName)
 	if err != nil {
 		return nil, err
+	}
+	// As custom-metrics-apiserver's AdapterBase: only positive values
+	// change client-go's defaults.
+	if o.ClientQPS > 0 {
+		kube.QPS = o.ClientQPS
+	}
+	if o.ClientBurst > 0 {
+		kube.Burst = o.ClientBurst
 	}
 	// No gzip, as kube-controller-manager's clients: next to the API server
 	// compressing lists and watch streams costs both sides more CPU than

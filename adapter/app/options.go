@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/client-go/rest"
 	cliflag "k8s.io/component-base/cli/flag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // makes --logging-format=json available
@@ -30,10 +31,22 @@ type Options struct {
 	// Kubeconfig points at the cluster the adapter maps metrics onto; empty
 	// means the in-cluster configuration.
 	Kubeconfig string
+	// ListerKubeconfig is prometheus-adapter's --lister-kubeconfig: the
+	// cluster the metrics describe, without becoming the kubeconfig of
+	// delegated authentication and authorization as Kubeconfig does.
+	ListerKubeconfig string
+	// ClientQPS and ClientBurst throttle the client of that cluster; 0
+	// keeps client-go's defaults.
+	ClientQPS   float32
+	ClientBurst int
 
 	Prometheus prom.FlagOptions
 	Rules      RulesOptions
 	APIs       APIOptions
+
+	// refused are prometheus-adapter flags Tidal has no use for; setting
+	// one stops the start with what to do instead.
+	refused []*refusedFlag
 }
 
 // RulesOptions say where the rules come from and how often the metrics
@@ -96,9 +109,18 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig,
 		"Path to a kubeconfig for the cluster the metrics describe. Empty means the in-cluster configuration. "+
 			"Also used for delegated authentication and authorization unless --authentication-kubeconfig or --authorization-kubeconfig are set.")
+	fs.StringVar(&o.ListerKubeconfig, "lister-kubeconfig", o.ListerKubeconfig,
+		"prometheus-adapter's name for a kubeconfig of the cluster the metrics describe: like --kubeconfig, but delegated authentication and authorization keep the in-cluster configuration unless --authentication-kubeconfig or --authorization-kubeconfig are set.")
+	fs.Float32Var(&o.ClientQPS, "client-qps", rest.DefaultQPS, "Maximum QPS of the client of the cluster the metrics describe.")
+	fs.IntVar(&o.ClientBurst, "client-burst", rest.DefaultBurst, "Maximum burst of the client of the cluster the metrics describe.")
 	o.Features.AddFlags(fs)
 
-	o.SecureServing.AddFlags(nfs.FlagSet("secure serving"))
+	serving := nfs.FlagSet("secure serving")
+	o.SecureServing.AddFlags(serving)
+	serving.BoolVar(&o.SecureServing.DisableHTTP2Serving, "disable-http2", o.SecureServing.DisableHTTP2Serving,
+		"prometheus-adapter's name for --disable-http2-serving.")
+	o.refused = addRefusedFlags(nfs.FlagSet("generic"))
+
 	o.Authentication.AddFlags(nfs.FlagSet("authentication"))
 	o.Authorization.AddFlags(nfs.FlagSet("authorization"))
 	o.Audit.AddFlags(nfs.FlagSet("audit"))
@@ -143,6 +165,18 @@ func (o *Options) Validate() []error {
 		errs = append(errs, e)
 	}
 	errs = append(errs, cmdutil.CheckFile("--kubeconfig", o.Kubeconfig)...)
+	errs = append(errs, cmdutil.CheckFile("--lister-kubeconfig", o.ListerKubeconfig)...)
+	if o.Kubeconfig != "" && o.ListerKubeconfig != "" {
+		errs = append(errs, errors.New("--kubeconfig and --lister-kubeconfig both name the cluster the metrics describe: set one (--kubeconfig also serves delegated authentication and authorization)"))
+	}
+	if o.ClientQPS < 0 || o.ClientBurst < 0 {
+		errs = append(errs, fmt.Errorf("--client-qps (%v) and --client-burst (%d) must not be negative", o.ClientQPS, o.ClientBurst))
+	}
+	for _, f := range o.refused {
+		if f.set {
+			errs = append(errs, f.err())
+		}
+	}
 	errs = append(errs, o.Prometheus.Validate()...)
 	errs = append(errs, o.Rules.Validate()...)
 	errs = append(errs, o.APIs.Validate()...)

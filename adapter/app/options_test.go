@@ -74,7 +74,7 @@ func TestValidate(t *testing.T) {
 		name: "everything valid",
 		args: []string{url, "--prometheus-verb=POST", "--prometheus-token-file=" + file, "--prometheus-ca-file=" + file,
 			"--prometheus-client-tls-cert-file=" + file, "--prometheus-client-tls-key-file=" + file,
-			"--prometheus-header=X-Scope-OrgID=a", "--prometheus-header=X-Scope-OrgID=b", "--prometheus-auth-config=" + file,
+			"--prometheus-header=X-Scope-OrgID=a", "--prometheus-header=X-Scope-OrgID=b", "--prometheus-http-config=" + file,
 			"--config=" + file, "--metrics-relist-interval=30s", "--metrics-max-age=5m", "--enable-resource-metrics=false",
 			"--kubeconfig=" + file, "--logging-format=json"},
 	}, {
@@ -91,9 +91,9 @@ func TestValidate(t *testing.T) {
 	}, {
 		name: "key without cert, missing files",
 		args: []string{url, "--prometheus-client-tls-key-file=" + missing, "--prometheus-ca-file=" + missing,
-			"--prometheus-token-file=" + missing, "--prometheus-auth-config=" + dir, "--config=" + missing, "--kubeconfig=" + missing},
+			"--prometheus-token-file=" + missing, "--prometheus-http-config=" + dir, "--config=" + missing, "--kubeconfig=" + missing},
 		want: []string{"must be set together", "--prometheus-client-tls-key-file", "--prometheus-ca-file",
-			"--prometheus-token-file", "--prometheus-auth-config", "--config", "--kubeconfig"},
+			"--prometheus-token-file", "--prometheus-http-config", "--config", "--kubeconfig"},
 	}, {
 		name: "bad headers",
 		args: []string{url, "--prometheus-header=novalue", "--prometheus-header=Bad Name=x", "--prometheus-header=authorization=Bearer x"},

@@ -28,10 +28,18 @@ type FlagOptions struct {
 	ClientKeyFile  string
 	// Headers are "key=value" pairs; a key may repeat.
 	Headers []string
-	// AuthConfigFile is a prometheus/common HTTPClientConfig YAML file, for
+	// HTTPConfigFile is a prometheus/common HTTPClientConfig YAML file, for
 	// what the single-purpose flags cannot say (basic auth, OAuth2,
 	// proxies, ...).
-	AuthConfigFile string
+	HTTPConfigFile string
+	// AuthKubeconfig is a kubeconfig whose current context's TLS settings
+	// and credentials are used to reach Prometheus, as prometheus-adapter's
+	// --prometheus-auth-config; its server is not used.
+	AuthKubeconfig string
+	// AuthInCluster uses the pod's service account token and the cluster's
+	// CA to reach Prometheus, as prometheus-adapter's
+	// --prometheus-auth-incluster.
+	AuthInCluster bool
 	// Timeout bounds each query; CacheTTL is how long a result is reused.
 	Timeout  time.Duration
 	CacheTTL time.Duration
@@ -72,9 +80,16 @@ func (o *FlagOptions) AddFlags(fs *pflag.FlagSet) {
 		"Private key of --prometheus-client-tls-cert-file.")
 	fs.StringArrayVar(&o.Headers, "prometheus-header", o.Headers,
 		"Header sent with every request to Prometheus, as key=value (e.g. X-Scope-OrgID=tenant-a). Repeat the flag for more headers.")
-	fs.StringVar(&o.AuthConfigFile, "prometheus-auth-config", o.AuthConfigFile,
+	fs.StringVar(&o.HTTPConfigFile, "prometheus-http-config", o.HTTPConfigFile,
 		"Prometheus HTTP client configuration file (the http_config YAML of prometheus/common: basic_auth, authorization, oauth2, tls_config, proxy_url, http_headers). "+
 			"The other --prometheus-* flags must not set what this file sets.")
+	fs.StringVar(&o.AuthKubeconfig, "prometheus-auth-config", o.AuthKubeconfig,
+		"kubeconfig file whose current context says how to authenticate to Prometheus, as in prometheus-adapter: the cluster's certificate-authority(-data), insecure-skip-tls-verify, tls-server-name and proxy-url, "+
+			"the user's client-certificate/client-key(-data), token, tokenFile (re-read on every request) or username/password. Its server is not used: --prometheus-url says where Prometheus is. "+
+			"Exec plugins, auth providers and impersonation are refused. The other --prometheus-* flags must not set what this file sets.")
+	fs.BoolVar(&o.AuthInCluster, "prometheus-auth-incluster", o.AuthInCluster,
+		"Authenticate to Prometheus with the pod's service account token (re-read on every request) and verify it with the cluster's CA, as in prometheus-adapter. "+
+			"--prometheus-token-file and --prometheus-ca-file replace the token and the CA.")
 	fs.DurationVar(&o.Timeout, "prometheus-timeout", o.Timeout,
 		"Time limit of each query to Prometheus; a metric request answers 503 ServiceUnavailable when it passes. Discovery requests get three times as long.")
 	fs.DurationVar(&o.CacheTTL, "query-cache-ttl", o.CacheTTL,
@@ -105,15 +120,19 @@ func (o *FlagOptions) Validate() []error {
 	errs = append(errs, cmdutil.CheckFile("--prometheus-ca-file", o.CAFile)...)
 	errs = append(errs, cmdutil.CheckFile("--prometheus-client-tls-cert-file", o.ClientCertFile)...)
 	errs = append(errs, cmdutil.CheckFile("--prometheus-client-tls-key-file", o.ClientKeyFile)...)
-	errs = append(errs, cmdutil.CheckFile("--prometheus-auth-config", o.AuthConfigFile)...)
+	errs = append(errs, cmdutil.CheckFile("--prometheus-http-config", o.HTTPConfigFile)...)
+	errs = append(errs, cmdutil.CheckFile("--prometheus-auth-config", o.AuthKubeconfig)...)
+	if o.AuthInCluster && o.AuthKubeconfig != "" {
+		errs = append(errs, errors.New("--prometheus-auth-incluster and --prometheus-auth-config both say how to authenticate to Prometheus: set one"))
+	}
 	_, headerErrs := parseHeaders(o.Headers)
 	errs = append(errs, headerErrs...)
 	return errs
 }
 
 // Config turns validated options into a client for Prometheus. It reads
-// --prometheus-auth-config and the TLS files; it does not contact
-// Prometheus.
+// --prometheus-http-config, --prometheus-auth-config and the TLS files; it
+// does not contact Prometheus.
 func (o *FlagOptions) Config() (FlagConfig, error) {
 	u, err := parsePrometheusURL(o.URL)
 	if err != nil {
@@ -130,38 +149,98 @@ func (o *FlagOptions) Config() (FlagConfig, error) {
 	return FlagConfig{URL: u, Verb: o.Verb, Client: client, Timeout: o.Timeout, CacheTTL: o.CacheTTL}, nil
 }
 
-// httpClientConfig merges --prometheus-auth-config with the single-purpose
-// flags. A setting made in both places is an error rather than a silent
-// override, so the file and the flags never disagree unnoticed.
+// settings records which file set each part of the client configuration,
+// so that a flag or a second file setting it again is named in the error.
+type settings struct {
+	credentials, ca, clientCert, serverName, proxy string
+	// overridable marks the parts set by --prometheus-auth-incluster,
+	// which the single-purpose flags replace instead of conflicting with.
+	overridable map[*string]bool
+}
+
+// claim records that source sets the part *part. It fails when another
+// source set it already, unless that one was overridable.
+func (s *settings) claim(part *string, source, what string) error {
+	if *part != "" && !s.overridable[part] {
+		return fmt.Errorf("%s conflicts with %s in %s: set it in one place", source, what, *part)
+	}
+	*part = source
+	delete(s.overridable, part)
+	return nil
+}
+
+// httpClientConfig merges --prometheus-http-config, --prometheus-auth-config
+// (or --prometheus-auth-incluster) and the single-purpose flags. A setting
+// made in two places is an error rather than a silent override, so the
+// files and the flags never disagree unnoticed; only what
+// --prometheus-auth-incluster implies is replaced by --prometheus-token-file
+// and --prometheus-ca-file.
 func (o *FlagOptions) httpClientConfig() (promconfig.HTTPClientConfig, error) {
 	cc := promconfig.DefaultHTTPClientConfig
-	if o.AuthConfigFile != "" {
-		loaded, _, err := promconfig.LoadHTTPConfigFile(o.AuthConfigFile)
+	set := settings{overridable: map[*string]bool{}}
+	if o.HTTPConfigFile != "" {
+		loaded, _, err := promconfig.LoadHTTPConfigFile(o.HTTPConfigFile)
 		if err != nil {
-			return cc, fmt.Errorf("--prometheus-auth-config %q: %w", o.AuthConfigFile, err)
+			return cc, fmt.Errorf("--prometheus-http-config %q: %w", o.HTTPConfigFile, err)
 		}
 		cc = *loaded
+		file := fmt.Sprintf("--prometheus-http-config %q", o.HTTPConfigFile)
+		if hasCredentials(&cc) {
+			set.credentials = file
+		}
+		if tls := &cc.TLSConfig; tls.CA != "" || tls.CAFile != "" || tls.CARef != "" {
+			set.ca = file
+		}
+		if tls := &cc.TLSConfig; tls.Cert != "" || tls.CertFile != "" || tls.CertRef != "" || tls.Key != "" || tls.KeyFile != "" || tls.KeyRef != "" {
+			set.clientCert = file
+		}
+		if cc.TLSConfig.ServerName != "" {
+			set.serverName = file
+		}
+		if cc.ProxyURL.URL != nil || cc.ProxyFromEnvironment {
+			set.proxy = file
+		}
 	}
-	conflict := func(flag, key string) error {
-		return fmt.Errorf("%s conflicts with %s in --prometheus-auth-config %q: set it in one place", flag, key, o.AuthConfigFile)
+
+	var (
+		auth   *kubeAuth
+		source string
+		err    error
+	)
+	switch {
+	case o.AuthKubeconfig != "":
+		source = fmt.Sprintf("--prometheus-auth-config %q", o.AuthKubeconfig)
+		auth, err = loadKubeconfigAuth(o.AuthKubeconfig)
+	case o.AuthInCluster:
+		source = "--prometheus-auth-incluster"
+		auth, err = inClusterAuth()
+	}
+	if err != nil {
+		return cc, fmt.Errorf("%s: %w", source, err)
+	}
+	if auth != nil {
+		if err := auth.apply(&cc, &set, source, o.AuthInCluster); err != nil {
+			return cc, err
+		}
 	}
 
 	if o.TokenFile != "" {
-		if cc.Authorization != nil || cc.BasicAuth != nil || cc.OAuth2 != nil || cc.BearerToken != "" || cc.BearerTokenFile != "" {
-			return cc, conflict("--prometheus-token-file", "the credentials")
+		if err := set.claim(&set.credentials, "--prometheus-token-file", "the credentials"); err != nil {
+			return cc, err
 		}
 		cc.Authorization = &promconfig.Authorization{Type: "Bearer", CredentialsFile: o.TokenFile}
+		cc.BasicAuth, cc.OAuth2, cc.BearerToken, cc.BearerTokenFile = nil, nil, "", ""
 	}
 	tls := &cc.TLSConfig
 	if o.CAFile != "" {
-		if tls.CA != "" || tls.CAFile != "" || tls.CARef != "" {
-			return cc, conflict("--prometheus-ca-file", "tls_config's CA")
+		if err := set.claim(&set.ca, "--prometheus-ca-file", "the CA"); err != nil {
+			return cc, err
 		}
-		tls.CAFile = o.CAFile
+		tls.CA, tls.CAFile, tls.CARef = "", o.CAFile, ""
 	}
 	if o.ClientCertFile != "" {
-		if tls.Cert != "" || tls.CertFile != "" || tls.CertRef != "" || tls.Key != "" || tls.KeyFile != "" || tls.KeyRef != "" {
-			return cc, conflict("--prometheus-client-tls-cert-file", "tls_config's client certificate")
+		if err := set.claim(&set.clientCert, "--prometheus-client-tls-cert-file", "the client certificate"); err != nil {
+			return cc, err
 		}
 		tls.CertFile, tls.KeyFile = o.ClientCertFile, o.ClientKeyFile
 	}
@@ -180,7 +259,7 @@ func (o *FlagOptions) httpClientConfig() (promconfig.HTTPClientConfig, error) {
 		for name, values := range headers {
 			for existing := range cc.HTTPHeaders.Headers {
 				if http.CanonicalHeaderKey(existing) == name {
-					return cc, conflict("--prometheus-header "+name, "http_headers")
+					return cc, fmt.Errorf("--prometheus-header %s conflicts with http_headers in --prometheus-http-config %q: set it in one place", name, o.HTTPConfigFile)
 				}
 			}
 			cc.HTTPHeaders.Headers[name] = promconfig.Header{Values: values}
@@ -188,9 +267,13 @@ func (o *FlagOptions) httpClientConfig() (promconfig.HTTPClientConfig, error) {
 	}
 
 	if err := cc.Validate(); err != nil {
-		return cc, fmt.Errorf("prometheus client configuration (--prometheus-auth-config and --prometheus-* flags): %w", err)
+		return cc, fmt.Errorf("prometheus client configuration (--prometheus-http-config, --prometheus-auth-config and --prometheus-* flags): %w", err)
 	}
 	return cc, nil
+}
+
+func hasCredentials(cc *promconfig.HTTPClientConfig) bool {
+	return cc.Authorization != nil || cc.BasicAuth != nil || cc.OAuth2 != nil || cc.BearerToken != "" || cc.BearerTokenFile != ""
 }
 
 func parsePrometheusURL(raw string) (*url.URL, error) {
@@ -228,7 +311,7 @@ func parseHeaders(pairs []string) (map[string][]string, []error) {
 		}
 		name := http.CanonicalHeaderKey(key)
 		if _, reserved := promconfig.ReservedHeaders[name]; reserved {
-			errs = append(errs, fmt.Errorf("--prometheus-header %q: %s is set by the client itself; use --prometheus-token-file or --prometheus-auth-config for credentials", pair, name))
+			errs = append(errs, fmt.Errorf("--prometheus-header %q: %s is set by the client itself; use --prometheus-token-file, --prometheus-auth-config or --prometheus-http-config for credentials", pair, name))
 			continue
 		}
 		headers[name] = append(headers[name], value)

@@ -46,7 +46,7 @@ func TestPrometheusHTTPClientConfig(t *testing.T) {
 		},
 	}, {
 		name: "file relative paths resolve against the file",
-		opts: FlagOptions{AuthConfigFile: withCA, TokenFile: token},
+		opts: FlagOptions{HTTPConfigFile: withCA, TokenFile: token},
 		check: func(t *testing.T, o FlagOptions) {
 			cc, _ := o.httpClientConfig()
 			if want := filepath.Join(dir, "ca.pem"); cc.TLSConfig.CAFile != want {
@@ -55,20 +55,20 @@ func TestPrometheusHTTPClientConfig(t *testing.T) {
 		},
 	}, {
 		name:    "token conflicts with basic auth in the file",
-		opts:    FlagOptions{AuthConfigFile: basic, TokenFile: token},
+		opts:    FlagOptions{HTTPConfigFile: basic, TokenFile: token},
 		wantErr: "--prometheus-token-file conflicts with the credentials",
 	}, {
 		name:    "CA in both places",
-		opts:    FlagOptions{AuthConfigFile: withCA, CAFile: token},
+		opts:    FlagOptions{HTTPConfigFile: withCA, CAFile: token},
 		wantErr: "--prometheus-ca-file conflicts",
 	}, {
 		name:    "header in both places",
-		opts:    FlagOptions{AuthConfigFile: withHeader, Headers: []string{"X-Scope-OrgID=b"}},
+		opts:    FlagOptions{HTTPConfigFile: withHeader, Headers: []string{"X-Scope-OrgID=b"}},
 		wantErr: "--prometheus-header X-Scope-Orgid conflicts",
 	}, {
 		name:    "unknown field in the file",
-		opts:    FlagOptions{AuthConfigFile: bad},
-		wantErr: "--prometheus-auth-config",
+		opts:    FlagOptions{HTTPConfigFile: bad},
+		wantErr: "--prometheus-http-config",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -159,7 +159,7 @@ func ciExpectations(t *testing.T) map[string]expectation {
 		"custom-rules-values.yaml": with(func(e *expectation) {
 			e.rulesVerbatim = nil
 			e.extraReadRules = []rbacv1.PolicyRule{{APIGroups: []string{"example.com"}, Resources: []string{"widgets"}, Verbs: getListWatch}}
-			e.adapterArgs = append(e.adapterArgs, "--prometheus-auth-config=/etc/tidal/prometheus/http-config.yaml", "--metrics-max-age=5m")
+			e.adapterArgs = append(e.adapterArgs, "--prometheus-http-config=/etc/tidal/prometheus/http-config.yaml", "--metrics-max-age=5m")
 			e.rulesCheck = func(t *testing.T, cfg *config.Config) {
 				def := loadRules(t, "default", defaultRules)
 				if len(cfg.Rules) != len(def.Rules)+1 || len(cfg.ExternalRules) != len(def.ExternalRules)+1 || cfg.ResourceRules == nil {

@@ -50,6 +50,7 @@ func TestHelpSections(t *testing.T) {
 			"Audit flags:",
 			"Prometheus flags:", "--prometheus-url", "--prometheus-verb", "--prometheus-token-file", "--prometheus-ca-file",
 			"--prometheus-client-tls-cert-file", "--prometheus-client-tls-key-file", "--prometheus-header", "--prometheus-auth-config",
+			"--prometheus-auth-incluster", "--prometheus-http-config", "--lister-kubeconfig", "--disable-http2",
 			"Rules flags:", "--config", "--metrics-relist-interval", "--metrics-max-age",
 			"Apis flags:", "--enable-custom-metrics", "--enable-external-metrics", "--enable-resource-metrics",
 			"Logs flags:", "--logging-format", "-v, --v",

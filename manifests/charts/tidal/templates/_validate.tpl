@@ -7,8 +7,8 @@
 {{- if and $p.basicAuth.existingSecret $p.bearerToken.existingSecret -}}
 {{- fail "prometheus: set either basicAuth.existingSecret or bearerToken.existingSecret, not both" -}}
 {{- end -}}
-{{- if and $p.basicAuth.existingSecret $p.authConfig.existingSecret -}}
-{{- fail "prometheus: basicAuth.existingSecret and authConfig.existingSecret both configure the HTTP client file: put basic_auth in your authConfig file instead" -}}
+{{- if and $p.basicAuth.existingSecret $p.httpConfig.existingSecret -}}
+{{- fail "prometheus: basicAuth.existingSecret and httpConfig.existingSecret both configure the HTTP client file: put basic_auth in your httpConfig file instead" -}}
 {{- end -}}
 {{- if and $p.ca.existingSecret $p.ca.existingConfigMap -}}
 {{- fail "prometheus.ca: set either existingSecret or existingConfigMap, not both" -}}
