@@ -166,6 +166,45 @@ func Decode(s string) (History, error) {
 	return h, nil
 }
 
+// Newest returns the latest time of any recommendation or scale event of
+// h; zero when h is empty.
+func (h History) Newest() time.Time {
+	var newest time.Time
+	for _, r := range h.Recommendations {
+		if r.Time.After(newest) {
+			newest = r.Time
+		}
+	}
+	for _, e := range slices.Concat(h.ScaleUpEvents, h.ScaleDownEvents) {
+		if e.Time.After(newest) {
+			newest = e.Time
+		}
+	}
+	return newest
+}
+
+// NotAfter returns a copy of h whose recommendations and scale events
+// later than t are at t. A time in the future (a history written by a
+// replica whose clock is ahead, or edited) would keep its entry inside
+// every window and policy period until that time plus the window, and so
+// hold off scaling down for as long; at t it counts as made now.
+func (h History) NotAfter(t time.Time) History {
+	out := h.Clone()
+	for i := range out.Recommendations {
+		if out.Recommendations[i].Time.After(t) {
+			out.Recommendations[i].Time = t
+		}
+	}
+	for _, events := range [][]ScaleEvent{out.ScaleUpEvents, out.ScaleDownEvents} {
+		for i := range events {
+			if events[i].Time.After(t) {
+				events[i].Time = t
+			}
+		}
+	}
+	return out
+}
+
 // Equal reports whether h and o hold the same entries in the same order
 // (times compared with Time.Equal).
 func (h History) Equal(o History) bool {

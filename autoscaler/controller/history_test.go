@@ -1,12 +1,17 @@
 package controller
 
 import (
+	"bytes"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -277,4 +282,54 @@ func TestInvalidHistoryAnnotationIsIgnored(t *testing.T) {
 	if len(h.Recommendations) != 1 {
 		t.Errorf("persisted %+v, want one recommendation", h.Recommendations)
 	}
+}
+
+// TestFutureHistoryDoesNotPinScaleDown: a persisted history with a
+// recommendation 5 minutes in the future (written by a replica whose clock
+// is ahead, or edited) holds the scale-down for one window from now, as a
+// recommendation made now would, not until 5 minutes past that. A native
+// HPA's annotation, which anyone who may edit the HPA can write, is
+// rejected and logged instead (the history starts empty, as upstream's).
+func TestFutureHistoryDoesNotPinScaleDown(t *testing.T) {
+	stored := behavior.History{Recommendations: []behavior.Recommendation{
+		{Replicas: 7, Time: now.Add(-6 * time.Minute)}, {Replicas: 7, Time: now.Add(5 * time.Minute)},
+	}}.Encode()
+	tests := []struct {
+		mode source.Mode
+		// wantLog is in the log; "" wants no complaint.
+		wantLog string
+	}{
+		{mode: source.ModeCRD},
+		{mode: source.ModeNative, wantLog: "the history annotation has an entry at 2026-03-01T12:05:00Z, 5m0s after now"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			logs := captureKlog(t)
+			// The load wants 1 replica of the 7.
+			w := world{scale: newScale(7, 7, "app=web"), pods: pods(100, 100, 100), customPods: milliByPod(1000, 1000, 1000), history: stored}
+			run := &restartRun{f: newFixture(t, tt.mode, w, newHPA("web", ptr.To[int32](1), 10, podsMetric("rps", "10"))), world: w.scale, scale: 7}
+			run.step(t, now)
+			run.step(t, now.Add(5*time.Minute+time.Second))
+			if want := []int32{7, 1}; !slices.Equal(run.decisions, want) {
+				t.Errorf("replicas %v at now and 5m1s later, want %v: the scale-down waits one window from now", run.decisions, want)
+			}
+			klog.Flush()
+			if got := logs.String(); tt.wantLog == "" && strings.Contains(got, "Ignoring the persisted history") || !strings.Contains(got, tt.wantLog) {
+				t.Errorf("log %q, want %q", got, tt.wantLog)
+			}
+		})
+	}
+}
+
+// captureKlog sends klog's output to the returned buffer for the test.
+func captureKlog(t *testing.T) *bytes.Buffer {
+	t.Helper()
+	var buf bytes.Buffer
+	klog.LogToStderr(false)
+	klog.SetOutput(&buf)
+	t.Cleanup(func() {
+		klog.SetOutput(os.Stderr)
+		klog.LogToStderr(true)
+	})
+	return &buf
 }

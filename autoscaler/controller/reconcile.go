@@ -223,7 +223,7 @@ func (r *reconciler) recommend(ctx context.Context, s *step) {
 		Behavior: b, ScaledToZero: status.ScaledToZero(st), HasObjectOrExternalMetrics: decision.HasObjectOrExternalMetrics(s.metrics),
 	}
 	ret := behavior.RetentionFor(b, r.cfg.DownscaleStabilizationWindow)
-	entry, err := r.history.Get(s.key, s.obj.GetUID(), s.obj.PersistedHistory(), recommending(s.original.HPAStatus()), ret, s.now.Time)
+	entry, err := r.history.Get(s.key, s.obj.GetUID(), s.obj.PersistedHistory(), s.obj.HistoryInAnnotation(), recommending(s.original.HPAStatus()), ret, s.now.Time)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Ignoring the persisted history", "kind", r.source.Kind(), "autoscaler", klog.KObj(s.obj))
 	}

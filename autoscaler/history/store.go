@@ -5,6 +5,7 @@
 package history
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -55,17 +56,26 @@ func (s *Store) Succeed(predecessorAlive time.Time) {
 	s.predecessorAlive = predecessorAlive
 }
 
+// MaxClockSkew is how far in the future a persisted history written in
+// an annotation may reach before it is rejected: replicas' clocks differ
+// by a little, but an annotation can be written by anyone who may edit
+// the object.
+const MaxClockSkew = 10 * time.Second
+
 // Get returns the history entry of the object key with uid. On first sight
-// it is seeded from annotation (the object's source.HistoryAnnotation value, ""
-// when absent) compacted with ret at now: entries older than their window
-// or period are dropped. When the stored status says the autoscaler was
-// recommending (see source.HistoryAnnotation) and the previous leader was alive
-// later than the newest stored recommendation, that recommendation is
-// continued until then (never past now). An unparsable annotation is
-// reported in err and ignored (the history starts empty, as upstream's).
+// it is seeded from stored (the object's persisted history, "" when
+// absent; inAnnotation when it was read from an annotation rather than a
+// status field) compacted with ret at now: entries older than their window
+// or period are dropped, and entries later than now are taken as made
+// now. When the stored status says the autoscaler was recommending (see
+// source.HistoryAnnotation) and the previous leader was alive later than
+// the newest stored recommendation, that recommendation is continued until
+// then (never past now). An unparsable history, or one in an annotation
+// that reaches more than MaxClockSkew past now, is reported in err and
+// ignored (the history starts empty, as upstream's).
 // The workqueue hands a key to one worker at a time, so the returned entry
 // is used by one goroutine at a time.
-func (s *Store) Get(key string, uid types.UID, annotation string, recommending bool, ret behavior.Retention, now time.Time) (e *Entry, err error) {
+func (s *Store) Get(key string, uid types.UID, stored string, inAnnotation, recommending bool, ret behavior.Retention, now time.Time) (e *Entry, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.uids[key]; ok && old != uid {
@@ -75,23 +85,39 @@ func (s *Store) Get(key string, uid types.UID, annotation string, recommending b
 	e, ok := s.byUID[uid]
 	if !ok {
 		e = &Entry{}
-		if annotation != "" {
+		if stored != "" {
 			var seed behavior.History
-			if seed, err = behavior.Decode(annotation); err == nil {
-				live := seed
+			if seed, err = seedOf(stored, inAnnotation, now); err == nil {
+				live := seed.NotAfter(now)
 				if alive := s.predecessorAlive; recommending && !alive.IsZero() {
 					if alive.After(now) {
 						alive = now
 					}
-					live = continued(seed, alive)
+					live = continued(live, alive)
 				}
 				e.h = live.Compact(ret, now)
-				e.persisted, e.persistedValue = &seed, annotation
+				// As stored, future times included, so that the
+				// history is written again.
+				e.persisted, e.persistedValue = &seed, stored
 			}
 		}
 		s.byUID[uid] = e
 	}
 	return e, err
+}
+
+// seedOf decodes a stored history; one in an annotation must not reach
+// more than MaxClockSkew past now.
+func seedOf(stored string, inAnnotation bool, now time.Time) (behavior.History, error) {
+	seed, err := behavior.Decode(stored)
+	if err != nil {
+		return seed, err
+	}
+	if newest := seed.Newest(); inAnnotation && newest.Sub(now) > MaxClockSkew {
+		return behavior.History{}, fmt.Errorf("the history annotation has an entry at %s, %v after now (more than %v of clock skew): the controller writes it at its own time, so it was edited or written by a replica whose clock is wrong; it is ignored and rewritten with the next status write",
+			newest.UTC().Format(time.RFC3339), newest.Sub(now).Round(time.Second), MaxClockSkew)
+	}
+	return seed, nil
 }
 
 // DefaultRefresh is how far the newest recommendation's time may move

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func TestHandoverNeedsARecommendingStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewStore(0)
 			s.Succeed(alive)
-			e, err := s.Get("default/web", "uid-1", stored, tc.recommending, ret, later)
+			e, err := s.Get("default/web", "uid-1", stored, false, tc.recommending, ret, later)
 			must(t, err)
 			if n := len(e.h.Recommendations); n != 1 || !e.h.Recommendations[0].Time.Equal(tc.want) {
 				t.Errorf("recommendations %+v, want 4 at %s", e.h.Recommendations, tc.want)
@@ -146,6 +147,55 @@ func TestToPersist(t *testing.T) {
 			_, got := e.ToPersist(ret, last, refresh)
 			if got != tt.want {
 				t.Errorf("toPersist = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestFutureHistory: a persisted history whose times are later than now
+// (written by a replica whose clock is ahead, or edited) must not hold off
+// scaling down past its window: its entries count as made now. In an
+// annotation, which anyone who may edit the object can write, one beyond
+// MaxClockSkew is rejected with a message saying so.
+func TestFutureHistory(t *testing.T) {
+	ret := behavior.Retention{DownWindow: 5 * time.Minute}
+	ahead := func(d time.Duration) string {
+		return behavior.History{
+			Recommendations: []behavior.Recommendation{{Replicas: 3, Time: now.Add(-time.Minute)}, {Replicas: 10, Time: now.Add(d)}},
+			ScaleUpEvents:   []behavior.ScaleEvent{{Change: 7, Time: now.Add(d)}},
+		}.Encode()
+	}
+	tests := []struct {
+		name         string
+		stored       string
+		inAnnotation bool
+		// wantErr is in the error; "" for none.
+		wantErr string
+		// wantNewest is the newest time of the seeded history; zero when
+		// it starts empty.
+		wantNewest time.Time
+	}{
+		{name: "status field 5 min ahead: capped at now", stored: ahead(5 * time.Minute), wantNewest: now},
+		{name: "status field 1 h ahead: capped at now", stored: ahead(time.Hour), wantNewest: now},
+		{name: "annotation within the clock skew: capped at now", stored: ahead(MaxClockSkew), inAnnotation: true, wantNewest: now},
+		{name: "annotation 5 min ahead: rejected", stored: ahead(5 * time.Minute), inAnnotation: true,
+			wantErr: "the history annotation has an entry at 2026-03-01T12:05:00Z, 5m0s after now (more than 10s of clock skew)"},
+		{name: "annotation in the past: as stored", stored: ahead(-30 * time.Second), inAnnotation: true, wantNewest: now.Add(-30 * time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := NewStore(0).Get("default/web", "uid-1", tt.stored, tt.inAnnotation, true, ret, now)
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+			if got := e.History().Newest(); !got.Equal(tt.wantNewest) {
+				t.Errorf("newest entry at %s, want %s (history %+v)", got, tt.wantNewest, e.History())
+			}
+			if tt.wantErr == "" {
+				// Stored differently than it is kept: written again.
+				if _, p := e.ToPersist(ret, now, 0); p != PersistNow && tt.wantNewest.Equal(now) {
+					t.Errorf("ToPersist = %v, want PersistNow to rewrite the future times", p)
+				}
 			}
 		})
 	}

@@ -50,6 +50,9 @@ func (o haObject) PersistedHistory() string {
 	}
 	return o.Annotations[HistoryAnnotation]
 }
+func (o haObject) HistoryInAnnotation() bool {
+	return (o.Status.Tidal == nil || o.Status.Tidal.History == "") && o.Annotations[HistoryAnnotation] != ""
+}
 func (o haObject) SetPersistedHistory(value string) {
 	if o.Status.Tidal == nil {
 		o.Status.Tidal = &v1alpha1.TidalStatus{}

@@ -41,6 +41,11 @@ func (o hpaObject) DeepCopy() Object {
 // An HPA's status update keeps metadata changes (its status strategy
 // resets only the spec), so the annotation travels with the status.
 func (o hpaObject) PersistedHistory() string { return o.Annotations[HistoryAnnotation] }
+
+// HistoryInAnnotation is true: an HPA has no status field of tidal's, and
+// whoever may edit the HPA may write the annotation, so a history whose
+// times are in the future is rejected (see history.Store.Get).
+func (o hpaObject) HistoryInAnnotation() bool { return true }
 func (o hpaObject) SetPersistedHistory(value string) {
 	if o.Annotations == nil {
 		o.Annotations = map[string]string{}

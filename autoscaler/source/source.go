@@ -124,6 +124,11 @@ type Object interface {
 	// PersistedHistory is the stored history (behavior.History.Encode);
 	// "" when none.
 	PersistedHistory() string
+	// HistoryInAnnotation reports whether PersistedHistory is read from
+	// HistoryAnnotation, which anyone who may edit the object can write,
+	// rather than from a status field: one that reaches into the future
+	// is then rejected, not only taken as made now.
+	HistoryInAnnotation() bool
 	// SetPersistedHistory stores value with the next status write (see
 	// HistoryAnnotation).
 	SetPersistedHistory(value string)
