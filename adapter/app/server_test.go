@@ -296,6 +296,11 @@ func TestRunRejectsBadRuleFile(t *testing.T) {
 - seriesQuery: 'http_requests_total{pod!=""}'
   seriesFilters:
   - is: "^http_(.*"
+  resources:
+    overrides:
+      namespace: {resource: namespace}
+      pod: {resource: pod}
+      kubernetes_pod_name: {resource: pods}
   metricsQuery: sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)
 `)
 	o := parse(t,
@@ -317,7 +322,7 @@ func TestRunRejectsBadRuleFile(t *testing.T) {
 	wants := []struct{ name, text string }{
 		{"the flag and file", "--config " + rules + ":"},
 		{"the parser's problem", rules + ":4:9: rules[0].seriesFilters[0].is is not a valid regular expression"},
-		{"the naming check's problem", rules + ":2:3: rules[0].resources maps no label to a resource"},
+		{"the naming check's problem", rules + `:8:23: rules[0].resources.overrides.pod: unknown resource "pod"`},
 	}
 	for _, w := range wants {
 		t.Run(w.name, func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 
+	"k8s.io/klog/v2"
+
 	"github.com/tidal-autoscaler/tidal/adapter/prom"
 	"github.com/tidal-autoscaler/tidal/rules/config"
 	"github.com/tidal-autoscaler/tidal/rules/naming"
@@ -45,6 +47,9 @@ type Set struct {
 	Resource *ResourceRules
 	// File is the rule file's path; "" when no file was given.
 	File string
+	// Warnings are the problems the file loaded with: rules, or parts of
+	// them, left out because they cannot answer (see naming.Check).
+	Warnings config.Problems
 }
 
 // Empty serves nothing; the adapter runs with it when --config is unset.
@@ -58,10 +63,18 @@ type BackendsFunc func(named []config.Backend) (*prom.Backends, error)
 // the same ones `tidal rules check` prints, all at once.
 func Load(path string, data []byte, mapper naming.ResourceMapper, backends BackendsFunc) (*Set, error) {
 	cfg, probs := naming.ParseAndCheck(path, data, mapper)
-	if len(probs) > 0 {
-		return nil, probs
+	if errs := probs.Errors(); len(errs) > 0 {
+		return nil, errs
 	}
-	return Compile(cfg, mapper, backends)
+	s, err := Compile(cfg, mapper, backends)
+	if err != nil {
+		return nil, err
+	}
+	s.Warnings = probs.Warnings()
+	for _, w := range s.Warnings {
+		klog.InfoS("Rule file warning", "problem", w.String())
+	}
+	return s, nil
 }
 
 // Compile builds a Set from a checked config.
@@ -86,6 +99,9 @@ func Compile(cfg *config.Config, mapper naming.ResourceMapper, backends Backends
 			errs = append(errs, fmt.Errorf("%s: %w", cfg.File, err))
 			continue
 		}
+		if r.Resources.IsNamespaced() && !rule.Resources.MapsNamespaces() {
+			continue // cannot limit a request to its namespace: a warning of naming.Check
+		}
 		s.External = append(s.External, rule)
 	}
 	if cfg.ResourceRules != nil {
@@ -105,6 +121,9 @@ func compile(id string, kind Kind, r config.Rule, mapper naming.ResourceMapper, 
 	res, err := naming.NewResources(r.Resources, mapper)
 	if err != nil {
 		return nil, fmt.Errorf("%s.resources: %w", id, err)
+	}
+	if kind == Custom && !res.MapsNamespaces() {
+		res = res.ClusterScopedOnly() // a warning of naming.Check
 	}
 	namer, err := naming.NewNamer(r.SeriesFilters, r.Name)
 	if err != nil {

@@ -44,7 +44,7 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 			},
 		},
 		{
-			name: "unknown field, unknown resource and no namespace label",
+			name: "unknown field and unknown resource (no namespace label is only a warning)",
 			yaml: `externalRules:
 - seriesQuery: 'queue_messages{queue!=""}'
   resources:
@@ -54,7 +54,6 @@ func TestLoadReportsEveryProblem(t *testing.T) {
   bogus: 1
 `,
 			want: []want{
-				{4, "no label maps to namespaces"},
 				{5, `unknown resource "queues" in group "queues.io"`},
 				{7, "bogus"},
 			},
@@ -109,4 +108,66 @@ func backends(t *testing.T) ruleset.BackendsFunc {
 	return func(named []config.Backend) (*prom.Backends, error) {
 		return prom.NewBackends(def, prom.Options{}, named)
 	}
+}
+
+// A rule prometheus-adapter loads but cannot answer loads with a warning,
+// and only what it cannot answer is left out: the external rule of
+// prometheus-adapter's docs/sample-config.yaml that no label can limit to a
+// namespace, and a custom rule mapping a pod and a node but no namespace
+// (its nodes are served, its pods are not).
+func TestLoadWarnsAndLeavesOutWhatCannotAnswer(t *testing.T) {
+	const path = "/etc/tidal/rules.yaml"
+	const file = `rules:
+- seriesQuery: 'node_temp{node!=""}'
+  resources:
+    overrides:
+      node: {resource: node}
+      pod: {resource: pod}
+  metricsQuery: max(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)
+externalRules:
+- seriesQuery: '{__name__="queue_consumer_lag",name!=""}'
+  metricsQuery: sum(<<.Series>>{<<.LabelMatchers>>}) by (name)
+- seriesQuery: '{__name__="queue_depth",topic!=""}'
+  metricsQuery: sum(<<.Series>>{<<.LabelMatchers>>}) by (name)
+  resources:
+    namespaced: false
+`
+	set, err := ruleset.Load(path, []byte(file), promtest.Mapper(), backends(t))
+	if err != nil {
+		t.Fatalf("Load() = %v, want the file loaded with warnings", err)
+	}
+	t.Run("warnings name the rules", func(t *testing.T) {
+		for _, w := range []struct {
+			line int
+			text string
+		}{
+			{4, "rules[0].resources maps pods but no label maps to namespaces"},
+			{9, "externalRules[0]: namespaced is true (the default) but no label maps to namespaces"},
+		} {
+			if !hasProblem(set.Warnings, fmt.Sprintf("%s:%d:", path, w.line), "warning: "+w.text) {
+				t.Errorf("no warning at %s:%d mentioning %q in:\n%v", path, w.line, w.text, set.Warnings)
+			}
+		}
+		if len(set.Warnings) != 2 {
+			t.Errorf("%d warnings, want 2:\n%v", len(set.Warnings), set.Warnings)
+		}
+	})
+	t.Run("the external rule that cannot answer is left out", func(t *testing.T) {
+		if len(set.External) != 1 || set.External[0].ID != "externalRules[1]" {
+			ids := []string{}
+			for _, r := range set.External {
+				ids = append(ids, r.ID)
+			}
+			t.Errorf("external rules %v, want [externalRules[1]]", ids)
+		}
+	})
+	t.Run("the custom rule serves its cluster-scoped resources only", func(t *testing.T) {
+		if len(set.Custom) != 1 {
+			t.Fatalf("%d custom rules, want 1", len(set.Custom))
+		}
+		got, namespaced := set.Custom[0].Resources.ResourcesForSeries([]string{"node", "pod", "instance"})
+		if len(got) != 1 || got[0].Resource != "nodes" || namespaced {
+			t.Errorf("ResourcesForSeries = %v (namespaced %v), want [nodes] and not namespaced", got, namespaced)
+		}
+	})
 }

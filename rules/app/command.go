@@ -35,6 +35,10 @@ one per line, as file:line:col: what is wrong; what to do. It exits with
 status 1 when there is any problem, and prints a summary of each clean file
 otherwise. "-" reads a file from standard input.
 
+A warning ("file:line:col: warning: ...") is a rule prometheus-adapter
+loads but cannot answer: the file loads (exit status 0) and the adapter
+leaves that rule, or its namespaced resources, out.
+
 Resources are checked against the built-in Kubernetes resources, since no
 cluster is asked: overrides naming custom resources are accepted.`,
 		Args: cobra.MinimumNArgs(1),
@@ -68,12 +72,12 @@ func check(stdin io.Reader, out io.Writer, files []string) error {
 		for _, p := range probs {
 			fmt.Fprintln(out, p)
 		}
-		if len(probs) > 0 {
+		if len(probs.Errors()) > 0 {
 			res.BadFiles++
 			res.Problems = append(res.Problems, probs...)
 			continue
 		}
-		fmt.Fprintf(out, "%s: ok: %s\n", file, summary(cfg))
+		fmt.Fprintf(out, "%s: ok: %s\n", file, summary(cfg, len(probs)))
 	}
 	if len(res.Problems) > 0 {
 		return res
@@ -108,13 +112,16 @@ func read(stdin io.Reader, file string) (string, []byte, error) {
 	return file, data, nil
 }
 
-func summary(cfg *config.Config) string {
+func summary(cfg *config.Config, warnings int) string {
 	parts := []string{plural(len(cfg.Rules), "rule"), plural(len(cfg.ExternalRules), "external rule")}
 	if cfg.ResourceRules != nil {
 		parts = append(parts, "resource rules")
 	}
 	if len(cfg.Backends) > 0 {
 		parts = append(parts, plural(len(cfg.Backends), "backend"))
+	}
+	if warnings > 0 {
+		parts = append(parts, plural(warnings, "warning"))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -164,6 +164,9 @@ func TestExitStatus(t *testing.T) {
 	}{
 		{"clean", "../testdata/good/sample-config.yaml", 0},
 		{"problems", "../testdata/bad/config-regexes.yaml", 1},
+		// prometheus-adapter's legacy default rules with its sample
+		// externalRules, one of which cannot name a namespace: a warning.
+		{"warnings only", "../../test/e2e/peerdiff/testdata/legacy-config.yaml", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -48,15 +48,25 @@ type Problem struct {
 	Line    int
 	Column  int
 	Message string
+	// Warning marks a rule that prometheus-adapter loads but that cannot
+	// answer (every request for it fails there): the file still loads,
+	// with that rule's unanswerable part left out, so a file that runs
+	// under prometheus-adapter runs unchanged.
+	Warning bool
 }
 
 // String formats the problem as `file:line:col: message`, the form editors
-// and CI log parsers recognise (`file: message` when the place is unknown).
+// and CI log parsers recognise (`file: message` when the place is unknown),
+// with "warning: " before the message of a warning.
 func (p Problem) String() string {
-	if p.Line == 0 {
-		return fmt.Sprintf("%s: %s", p.File, p.Message)
+	msg := p.Message
+	if p.Warning {
+		msg = "warning: " + msg
 	}
-	return fmt.Sprintf("%s:%d:%d: %s", p.File, p.Line, p.Column, p.Message)
+	if p.Line == 0 {
+		return fmt.Sprintf("%s: %s", p.File, msg)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", p.File, p.Line, p.Column, msg)
 }
 
 // Problems is every problem found in one or more rule files. As an error it
@@ -80,6 +90,22 @@ func (ps Problems) Err() error {
 	return ps
 }
 
+// Errors returns the problems that stop a file from loading.
+func (ps Problems) Errors() Problems { return ps.filter(false) }
+
+// Warnings returns the problems a file loads with.
+func (ps Problems) Warnings() Problems { return ps.filter(true) }
+
+func (ps Problems) filter(warning bool) Problems {
+	var out Problems
+	for _, p := range ps {
+		if p.Warning == warning {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Sort orders problems by file, line and column, keeping the order of
 // problems at the same place.
 func (ps Problems) Sort() {
@@ -91,4 +117,9 @@ func (ps Problems) Sort() {
 // Add appends a problem at pos in file.
 func (ps *Problems) Add(file string, pos Pos, format string, args ...any) {
 	*ps = append(*ps, Problem{File: file, Line: pos.Line, Column: pos.Column, Message: fmt.Sprintf(format, args...)})
+}
+
+// Warn appends a warning at pos in file.
+func (ps *Problems) Warn(file string, pos Pos, format string, args ...any) {
+	*ps = append(*ps, Problem{File: file, Line: pos.Line, Column: pos.Column, Message: fmt.Sprintf(format, args...), Warning: true})
 }

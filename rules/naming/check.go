@@ -18,6 +18,11 @@ import (
 // cannot map the namespace, resource rules without pod, node or namespace
 // labels). Run it after config.Parse.
 //
+// A custom or external rule that cannot answer is a warning, not an error:
+// prometheus-adapter loads such a file and fails each request for that
+// rule, so refusing it would stop a file that runs there from loading. The
+// adapter leaves out what cannot answer (see Unanswerable).
+//
 // With a nil mapper, Check works offline: it uses Builtin, and resources
 // Builtin does not know (custom resources) are not reported, only compared
 // by name.
@@ -35,7 +40,7 @@ func Check(cfg *config.Config, mapper ResourceMapper) config.Problems {
 		path := fmt.Sprintf("externalRules[%d]", i)
 		mapped := c.overrides(r.Resources, path+".resources")
 		if r.Resources.IsNamespaced() && !r.Resources.Pos.Invalid("namespaced") && r.Resources.Template == "" && !mapped[NamespacesResource] {
-			c.add(where(r.Resources.Pos, r.Pos), "%s: namespaced is true (the default) but no label maps to namespaces, so no request can be limited to the HPA's namespace and every one fails; add overrides: {namespace: {resource: namespace}} or set namespaced: false", path)
+			c.warn(where(r.Resources.Pos, r.Pos), "%s: namespaced is true (the default) but no label maps to namespaces, so no request can be limited to the HPA's namespace (prometheus-adapter fails every one); the rule is not served: add overrides: {namespace: {resource: namespace}} or set namespaced: false", path)
 		}
 	}
 	if rr := cfg.ResourceRules; rr != nil {
@@ -72,6 +77,10 @@ type checker struct {
 
 func (c *checker) add(pos config.Pos, format string, args ...any) {
 	c.problems.Add(c.file, pos, format, args...)
+}
+
+func (c *checker) warn(pos config.Pos, format string, args ...any) {
+	c.problems.Warn(c.file, pos, format, args...)
 }
 
 // where returns the first known position.
@@ -139,7 +148,7 @@ func (c *checker) customRule(r config.Rule, path string, mapped map[schema.Group
 		return
 	}
 	if len(r.Resources.Overrides) == 0 {
-		c.add(where(r.Resources.Pos, r.Pos), "%s.resources maps no label to a resource, so the rule serves no metric; add overrides, e.g. {namespace: {resource: namespace}, pod: {resource: pod}}, or a template", path)
+		c.warn(where(r.Resources.Pos, r.Pos), "%s.resources maps no label to a resource, so the rule serves no metric; add overrides, e.g. {namespace: {resource: namespace}, pod: {resource: pod}}, or a template", path)
 		return
 	}
 	var namespaced []string
@@ -150,6 +159,6 @@ func (c *checker) customRule(r config.Rule, path string, mapped map[schema.Group
 	}
 	if len(namespaced) > 0 && !mapped[NamespacesResource] {
 		slices.Sort(namespaced)
-		c.add(where(r.Resources.Pos, r.Pos), "%s.resources maps %s but no label maps to namespaces, so requests for them cannot be limited to their namespace and fail; add namespace: {resource: namespace} to the overrides (with your label name)", path, strings.Join(namespaced, ", "))
+		c.warn(where(r.Resources.Pos, r.Pos), "%s.resources maps %s but no label maps to namespaces, so requests for them cannot be limited to their namespace (prometheus-adapter fails every one); they are not served: add namespace: {resource: namespace} to the overrides (with your label name)", path, strings.Join(namespaced, ", "))
 	}
 }

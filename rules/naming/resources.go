@@ -32,6 +32,25 @@ type Resources struct {
 	// named "resource" and (when the label holds one) "group".
 	extractors []*regexp.Regexp
 	hasGroup   bool // the template uses .Group
+	// clusterOnly leaves namespaced resources out (see ClusterScopedOnly).
+	clusterOnly bool
+}
+
+// MapsNamespaces reports whether a label can name a namespace, which every
+// request for a namespaced resource needs: a template can, overrides only
+// when one maps namespaces.
+func (r *Resources) MapsNamespaces() bool {
+	_, ok := r.byResource[NamespacesResource]
+	return ok || r.template != nil
+}
+
+// ClusterScopedOnly returns r serving only cluster-scoped resources: what
+// a rule that cannot name a namespace can still answer (prometheus-adapter
+// lists its namespaced resources and fails every request for them).
+func (r *Resources) ClusterScopedOnly() *Resources {
+	c := *r
+	c.clusterOnly = true
+	return &c
 }
 
 // NewResources normalises the overrides of m and compiles its template.
@@ -245,7 +264,7 @@ func (r *Resources) ResourcesForSeries(labels []string) (resources []schema.Grou
 	seen := map[schema.GroupResource]bool{}
 	for _, l := range sorted {
 		gr, ok := r.ResourceFor(l)
-		if !ok || seen[gr] {
+		if !ok || seen[gr] || (r.clusterOnly && !IsClusterScoped(gr)) {
 			continue
 		}
 		seen[gr] = true
