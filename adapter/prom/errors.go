@@ -43,6 +43,25 @@ func (e *Error) Error() string {
 // Unwrap exposes both the kind and the cause to errors.Is and errors.As.
 func (e *Error) Unwrap() []error { return []error{e.Kind, e.Err} }
 
+// Public is what a failed request may tell an API client: the backend
+// and the kind of failure, without the query, the backend's URL or the
+// cause, which may quote the query (a GET's URL carries it, Prometheus's
+// messages cite it). Log err itself, with the query, for the operator.
+func Public(err error) string {
+	var pe *Error
+	if !errors.As(err, &pe) {
+		return "the query failed"
+	}
+	switch pe.Kind {
+	case ErrUnavailable:
+		return fmt.Sprintf("Prometheus backend %q is unavailable", pe.Backend)
+	case ErrTimeout:
+		return fmt.Sprintf("Prometheus backend %q did not answer in time", pe.Backend)
+	default:
+		return fmt.Sprintf("Prometheus backend %q failed the query", pe.Backend)
+	}
+}
+
 // Reason is a short metric label for the kind: unavailable, timeout or query.
 func Reason(err error) string {
 	switch {

@@ -33,7 +33,10 @@
 //     counted in tidal_adapter_query_errors_total{reason="bad_value"} and
 //     logged at -v=2;
 //   - Prometheus unreachable or too slow: 503 ServiceUnavailable naming
-//     the backend; a query Prometheus rejects: 500 with the query;
+//     the backend; a query Prometheus rejects: 500 naming the metric, the
+//     rule and the backend. Neither carries the query or Prometheus's
+//     message (which may quote it): any client that may read a metric
+//     would see them. Both are logged with the request;
 //   - a metric selector Prometheus cannot express: 400 BadRequest.
 package provider
 
@@ -54,6 +57,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/klog/v2"
 	"k8s.io/metrics/pkg/apis/custom_metrics"
 	"k8s.io/metrics/pkg/apis/external_metrics"
@@ -397,7 +401,7 @@ func (p *Provider) objectMetrics(ctx context.Context, t target, namespace string
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("%s: %w", rule.ID, err))
 	}
-	vec, err := p.query(ctx, t.binding, r.query)
+	vec, err := p.query(ctx, t.binding, metric, r.query)
 	if err != nil {
 		return nil, err
 	}
@@ -470,7 +474,7 @@ func (p *Provider) GetExternalMetric(ctx context.Context, namespace string, metr
 	if err != nil {
 		return nil, renderError(rule.ID, err)
 	}
-	vec, err := p.query(ctx, b, query)
+	vec, err := p.query(ctx, b, info.Metric, query)
 	if err != nil {
 		return nil, err
 	}
@@ -500,32 +504,42 @@ func (p *Provider) GetExternalMetric(ctx context.Context, namespace string, metr
 	return out, nil
 }
 
-// query runs a query on the binding's backend, recording its latency and
-// errors, and turns failures into API errors.
-func (p *Provider) query(ctx context.Context, b discovery.Binding, query string) (model.Vector, error) {
+// query runs a query for metric on the binding's backend, recording its
+// latency and errors, and turns failures into API errors. The query and
+// Prometheus's error are logged, not returned: any client allowed to read
+// a metric would see them.
+func (p *Provider) query(ctx context.Context, b discovery.Binding, metric, query string) (model.Vector, error) {
 	backend := b.Rule.Client.Name()
 	began := time.Now()
 	vec, err := b.Rule.Client.Query(ctx, query, time.Time{})
 	p.o.Metrics.QueryDuration.WithLabelValues(backend, b.Rule.ID).Observe(time.Since(began).Seconds())
 	if err != nil {
 		p.o.Metrics.QueryErrors.WithLabelValues(backend, b.Rule.ID, prom.Reason(err)).Inc()
-		klog.FromContext(ctx).Error(err, "Prometheus query failed", "rule", b.Rule.ID, "query", query)
-		return nil, queryError(b.Rule.ID, query, err)
+		kv := []any{"rule", b.Rule.ID, "metric", metric, "query", query}
+		if ri, ok := genericapirequest.RequestInfoFrom(ctx); ok {
+			kv = append(kv, "request", ri.Path)
+		}
+		klog.FromContext(ctx).Error(err, "Prometheus query failed", kv...)
+		return nil, queryError(b.Rule.ID, metric, err)
 	}
 	return vec, nil
 }
 
-// queryError maps a prom error to the API error the client sees.
-func queryError(ruleID, query string, err error) error {
+// queryError maps a prom error to the API error the client sees: 503
+// when the backend is unavailable or timed out, else 500; the message
+// names the metric, the rule and the backend, not the query (see
+// prom.Public).
+func queryError(ruleID, metric string, err error) error {
+	msg := fmt.Sprintf("query for metric %q (%s) failed: %s; see the adapter's log", metric, ruleID, prom.Public(err))
 	switch {
 	case errors.Is(err, prom.ErrUnavailable), errors.Is(err, prom.ErrTimeout):
-		return apierrors.NewServiceUnavailable(err.Error())
+		return apierrors.NewServiceUnavailable(msg)
 	default:
 		return &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status:  metav1.StatusFailure,
 			Code:    http.StatusInternalServerError,
 			Reason:  metav1.StatusReasonInternalError,
-			Message: fmt.Sprintf("%s: %v (query %s)", ruleID, err, query),
+			Message: msg,
 		}}
 	}
 }

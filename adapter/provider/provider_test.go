@@ -1,9 +1,12 @@
 package provider_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	cmprovider "sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
 
 	"github.com/tidal-autoscaler/tidal/adapter/discovery"
@@ -454,4 +458,76 @@ func TestDiscoveryScopes(t *testing.T) {
 	if len(custom) != 6 || len(external) != 2 {
 		t.Errorf("listed %v and %v, want 6 custom and 2 external metrics", custom, external)
 	}
+}
+
+// TestQueryErrorsDoNotCarryTheQuery: a failed query answers an error naming
+// the metric, the rule and the backend, never the PromQL text nor
+// Prometheus's message, which quotes it (any client allowed to read a
+// metric would read them, and the HPA controller copies them into
+// events); both are in the adapter's log.
+func TestQueryErrorsDoNotCarryTheQuery(t *testing.T) {
+	const promMessage = `1:5: parse error: unexpected "}" in sum(rate(secret_series{token="x"}[2m]))`
+	tests := []struct {
+		name     string
+		resp     promtest.Response
+		down     bool
+		external bool
+		wantCode int32
+		want     string
+	}{
+		{name: "rejected query (400 bad_data)", resp: promtest.Response{Status: 400, ErrorType: "bad_data", Error: promMessage},
+			wantCode: 500, want: `query for metric "http_requests_per_second" (rules[0]) failed: Prometheus backend "default" failed the query; see the adapter's log`},
+		{name: "failed external query (422 execution)", external: true, resp: promtest.Response{Status: 422, ErrorType: "execution", Error: promMessage},
+			wantCode: 500, want: `query for metric "queue_messages" (externalRules[0]) failed: Prometheus backend "default" failed the query; see the adapter's log`},
+		{name: "Prometheus down (a GET: the query is in the URL)", down: true,
+			wantCode: 503, want: `query for metric "http_requests_per_second" (rules[0]) failed: Prometheus backend "default" is unavailable; see the adapter's log`},
+		{name: "Prometheus down, external", down: true, external: true,
+			wantCode: 503, want: `query for metric "queue_messages" (externalRules[0]) failed: Prometheus backend "default" is unavailable; see the adapter's log`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := captureKlog(t)
+			f := newFixture(t, nil)
+			var queries []string
+			f.srv.OnQuery(func(q string) promtest.Response {
+				queries = append(queries, q)
+				return tt.resp
+			})
+			if tt.down {
+				f.srv.Close()
+			}
+			var err error
+			if tt.external {
+				_, err = f.p.GetExternalMetric(context.Background(), "a", labels.Everything(), cmprovider.ExternalMetricInfo{Metric: "queue_messages"})
+			} else {
+				_, err = f.p.GetMetricByName(context.Background(), types.NamespacedName{Namespace: "a", Name: "web-1"}, info(pods), labels.Everything())
+			}
+			var st apierrors.APIStatus
+			if !errors.As(err, &st) || st.Status().Code != tt.wantCode || st.Status().Message != tt.want {
+				t.Fatalf("err = %v, want %d %q", err, tt.wantCode, tt.want)
+			}
+			for _, leak := range append(queries, promMessage, "sum(", "{", "127.0.0.1") {
+				if strings.Contains(err.Error(), leak) {
+					t.Errorf("the error %q carries %q", err, leak)
+				}
+			}
+			klog.Flush()
+			if !strings.Contains(logs.String(), "Prometheus query failed") || !strings.Contains(logs.String(), "sum(") {
+				t.Errorf("log %q, want the failed query", logs)
+			}
+		})
+	}
+}
+
+// captureKlog sends klog's output to the returned buffer for the test.
+func captureKlog(t *testing.T) *bytes.Buffer {
+	t.Helper()
+	var buf bytes.Buffer
+	klog.LogToStderr(false)
+	klog.SetOutput(&buf)
+	t.Cleanup(func() {
+		klog.SetOutput(os.Stderr)
+		klog.LogToStderr(true)
+	})
+	return &buf
 }

@@ -148,11 +148,11 @@ func TestServedErrors(t *testing.T) {
 			wantText:   `Prometheus backend "default"`,
 		},
 		{
-			name:       "a query Prometheus rejects is 500 with the reason",
-			resp:       promtest.Response{Status: 400, ErrorType: "bad_data", Error: "parse error"},
+			name:       "a query Prometheus rejects is 500 naming the backend, not the query",
+			resp:       promtest.Response{Status: 400, ErrorType: "bad_data", Error: `parse error: unexpected "}" in sum(secret{token="x"})`},
 			wantCode:   http.StatusInternalServerError,
 			wantReason: metav1.StatusReasonInternalError,
-			wantText:   "parse error",
+			wantText:   `Prometheus backend "default" failed the query; see the adapter's log`,
 		},
 	}
 	paths := []string{
@@ -165,7 +165,11 @@ func TestServedErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := promtest.New(t)
-			srv.OnQuery(func(string) promtest.Response { return tt.resp })
+			var queries []string
+			srv.OnQuery(func(q string) promtest.Response {
+				queries = append(queries, q)
+				return tt.resp
+			})
 			set := srv.Rules(t, strings.Replace(rulesTemplate, "WINDOW", "", 1), nil)
 			if tt.down {
 				srv.Close()
@@ -184,6 +188,13 @@ func TestServedErrors(t *testing.T) {
 				}
 				if resp.StatusCode != tt.wantCode || int(st.Code) != tt.wantCode || st.Reason != tt.wantReason || !strings.Contains(st.Message, tt.wantText) {
 					t.Errorf("GET %s = %d %s %q, want %d %s mentioning %q", path, resp.StatusCode, st.Reason, st.Message, tt.wantCode, tt.wantReason, tt.wantText)
+				}
+				// Neither the query nor Prometheus's message, which
+				// quotes it, nor the URL a GET carries it in.
+				for _, leak := range append(queries, "sum(", "secret", "127.0.0.1") {
+					if strings.Contains(st.Message, leak) {
+						t.Errorf("GET %s: message %q carries %q", path, st.Message, leak)
+					}
 				}
 			}
 		})

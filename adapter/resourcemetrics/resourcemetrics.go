@@ -42,7 +42,6 @@ package resourcemetrics
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -51,6 +50,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 	msapi "sigs.k8s.io/metrics-server/pkg/api"
 
 	"github.com/tidal-autoscaler/tidal/adapter/internal/memo"
@@ -193,10 +193,22 @@ func (p *Provider) query(ctx context.Context, rule *ruleset.ResourceRule, which,
 	p.o.Metrics.QueryDuration.WithLabelValues(backend, id).Observe(time.Since(began).Seconds())
 	if err != nil {
 		p.o.Metrics.QueryErrors.WithLabelValues(backend, id, prom.Reason(err)).Inc()
-		return nil, fmt.Errorf("%s: %w (query: %s)", id, err, query)
+		klog.FromContext(ctx).Error(err, "Prometheus query failed", "rule", id, "query", query)
+		return nil, &queryError{id: id, err: err}
 	}
 	return vec, nil
 }
+
+// queryError is a failed query as a client may see it: the rule and
+// prom.Public's account, not the query or Prometheus's message, which may
+// quote it (both are logged). errors.Is sees the prom error's kind.
+type queryError struct {
+	id  string
+	err error
+}
+
+func (e *queryError) Error() string { return e.id + ": " + prom.Public(e.err) }
+func (e *queryError) Unwrap() error { return e.err }
 
 // usable says whether v can be a usage.
 func usable(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }

@@ -330,7 +330,7 @@ func TestErrors(t *testing.T) {
 		{
 			name: "a query Prometheus rejects",
 			resp: promtest.Response{Status: 400, ErrorType: "bad_data", Error: "parse error"},
-			want: "parse error",
+			want: `resourceRules.cpu.containerQuery: Prometheus backend "default" failed the query`,
 		},
 		{
 			name: "no resourceRules after a reload",

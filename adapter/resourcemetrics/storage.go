@@ -49,9 +49,10 @@ var (
 
 // getterError is the API error for a failed MetricsGetter call: 503 when a
 // backend is unavailable or timed out (its message names the backend),
-// otherwise a 500 with the reason and the queries.
+// otherwise a 500 with the reason; never the queries (see queryError),
+// which are in the log.
 func getterError(what string, err error) error {
-	msg := fmt.Sprintf("%s: %v", what, err)
+	msg := fmt.Sprintf("%s: %v; see the adapter's log", what, err)
 	if errors.Is(err, prom.ErrUnavailable) || errors.Is(err, prom.ErrTimeout) {
 		return apierrors.NewServiceUnavailable(msg)
 	}
