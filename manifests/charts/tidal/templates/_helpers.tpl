@@ -19,14 +19,14 @@
 {{- define "tidal.adapter" -}}{{ include "tidal.fullname" . }}-adapter{{- end -}}
 {{- define "tidal.autoscaler" -}}{{ include "tidal.fullname" . }}-autoscaler{{- end -}}
 {{- define "tidal.tlsSecret" -}}
-{{- if eq .Values.tls.mode "existingSecret" -}}
+{{- if eq (include "tidal.tlsMode" .) "existingSecret" -}}
 {{- .Values.tls.existingSecret.name -}}
 {{- else -}}
 {{- include "tidal.adapter" . }}-tls
 {{- end -}}
 {{- end -}}
 {{- define "tidal.rulesConfigMap" -}}
-{{- default (printf "%s-rules" (include "tidal.adapter" .)) .Values.rules.existingConfigMap -}}
+{{- default (printf "%s-rules" (include "tidal.adapter" .)) (include "tidal.existingRules" .) -}}
 {{- end -}}
 
 {{/* Common labels; call with (dict "ctx" $ "component" "adapter"). */}}
@@ -43,8 +43,13 @@ app.kubernetes.io/instance: {{ .ctx.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
+{{- /* prometheus-adapter's image (from that chart's values) is not Tidal's: it is replaced by Tidal's. */ -}}
 {{- define "tidal.image" -}}
+{{- if regexMatch "(^|/)prometheus-adapter$" .Values.image.repository -}}
+tidal:{{ .Chart.AppVersion }}
+{{- else -}}
 {{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- end -}}
 {{- end -}}
 
 {{- define "tidal.podSecurityContext" -}}
@@ -77,15 +82,80 @@ seccompProfile:
 {{/* The APIServices to register, as a JSON list of [group, version, versionPriority offset]. */}}
 {{- define "tidal.apiServices" -}}
 {{- $out := list -}}
-{{- if .Values.apiServices.custom -}}
+{{- if eq (include "tidal.apiEnabled" (dict "ctx" . "api" "custom")) "true" -}}
 {{- $out = append $out (list "custom.metrics.k8s.io" "v1beta1" 0) -}}
 {{- $out = append $out (list "custom.metrics.k8s.io" "v1beta2" 100) -}}
 {{- end -}}
-{{- if .Values.apiServices.external -}}
+{{- if eq (include "tidal.apiEnabled" (dict "ctx" . "api" "external")) "true" -}}
 {{- $out = append $out (list "external.metrics.k8s.io" "v1beta1" 0) -}}
 {{- end -}}
-{{- if .Values.apiServices.resource -}}
+{{- if eq (include "tidal.apiEnabled" (dict "ctx" . "api" "resource")) "true" -}}
 {{- $out = append $out (list "metrics.k8s.io" "v1beta1" 0) -}}
 {{- end -}}
 {{- $out | toJson -}}
+{{- end -}}
+
+{{- /*
+prometheus-adapter chart values (the prometheus-community chart's names,
+shapes and meanings; docs/migration.md). A value of that chart given in
+your values wins over the Tidal value it maps onto: Tidal's values.yaml
+does not set them, so a present key is yours. resources and the maps and lists (nodeSelector,
+tolerations, affinity, podAnnotations) win when not empty.
+*/ -}}
+
+{{/* The Prometheus URL: prometheus.url (templated, as there), then :port and path when set. */}}
+{{- define "tidal.prometheusURL" -}}
+{{- tpl .Values.prometheus.url . }}{{ with .Values.prometheus.port }}:{{ . }}{{ end }}{{ .Values.prometheus.path | default "" }}
+{{- end -}}
+
+{{/* The TLS mode in effect: tls.enable (prometheus-adapter) is "provided", certManager.enabled is "certManager". */}}
+{{- define "tidal.tlsMode" -}}
+{{- if .Values.tls.enable -}}
+provided
+{{- else if and .Values.certManager .Values.certManager.enabled -}}
+certManager
+{{- else -}}
+{{ .Values.tls.mode }}
+{{- end -}}
+{{- end -}}
+
+{{/* A prometheus-adapter top-level value when given, else the adapter.* one; renders JSON. */}}
+{{- define "tidal.adapterValue" -}}
+{{- $v := .ctx.Values -}}
+{{- $own := get $v.adapter .own -}}
+{{- if hasKey $v .pa -}}
+{{- $theirs := get $v .pa -}}
+{{- if or (not .nonEmpty) $theirs -}}
+{{- $own = $theirs -}}
+{{- end -}}
+{{- end -}}
+{{- dict "v" $own | toJson -}}
+{{- end -}}
+
+{{/* The rule file in use: rules.existing (prometheus-adapter) or rules.existingConfigMap. */}}
+{{- define "tidal.existingRules" -}}
+{{- .Values.rules.existing | default .Values.rules.existingConfigMap | default "" -}}
+{{- end -}}
+
+{{/*
+Whether an API is served and registered: apiServices.<api> when true or
+false; null decides as prometheus-adapter's chart does, from the rules: custom
+metrics with default or custom rules, external metrics with external rules
+(Tidal's default rules have some), metrics.k8s.io with rules.resource. With an
+existing rules ConfigMap, whose content the chart cannot see: custom and
+external.
+*/}}
+{{- define "tidal.apiEnabled" -}}
+{{- $set := get .ctx.Values.apiServices .api -}}
+{{- $r := .ctx.Values.rules -}}
+{{- $existing := include "tidal.existingRules" .ctx -}}
+{{- if not (kindIs "invalid" $set) -}}
+{{- $set -}}
+{{- else if eq .api "custom" -}}
+{{- if $existing }}true{{ else }}{{ or (not (eq (toString $r.default) "false")) (not (empty $r.custom)) }}{{ end -}}
+{{- else if eq .api "external" -}}
+{{- if $existing }}true{{ else }}{{ or (eq (toString $r.default) "tidal") (not (empty $r.external)) }}{{ end -}}
+{{- else -}}
+{{- not (empty $r.resource) -}}
+{{- end -}}
 {{- end -}}

@@ -1,8 +1,12 @@
 {{- /* Checks across values that values.schema.json cannot explain well. */ -}}
 {{- define "tidal.validate" -}}
 {{- $p := .Values.prometheus -}}
-{{- if not (or .Values.apiServices.custom .Values.apiServices.external .Values.apiServices.resource) -}}
-{{- fail "apiServices: enable at least one of custom, external and resource; the adapter would serve nothing" -}}
+{{- $apis := list -}}
+{{- range $api := list "custom" "external" "resource" -}}
+{{- if eq (include "tidal.apiEnabled" (dict "ctx" $ "api" $api)) "true" }}{{ $apis = append $apis $api }}{{ end -}}
+{{- end -}}
+{{- if not $apis -}}
+{{- fail "apiServices: enable at least one of custom, external and resource (or give rules that need one); the adapter would serve nothing" -}}
 {{- end -}}
 {{- if and $p.basicAuth.existingSecret $p.bearerToken.existingSecret -}}
 {{- fail "prometheus: set either basicAuth.existingSecret or bearerToken.existingSecret, not both" -}}
@@ -13,10 +17,56 @@
 {{- if and $p.ca.existingSecret $p.ca.existingConfigMap -}}
 {{- fail "prometheus.ca: set either existingSecret or existingConfigMap, not both" -}}
 {{- end -}}
-{{- if and .Values.rules.existingConfigMap (or .Values.rules.custom .Values.rules.external .Values.rules.resource) -}}
-{{- fail "rules: rules.custom, rules.external and rules.resource have no effect with rules.existingConfigMap: put them in that ConfigMap" -}}
+{{- if and .Values.rules.existing .Values.rules.existingConfigMap (ne .Values.rules.existing .Values.rules.existingConfigMap) -}}
+{{- fail "rules: rules.existing (prometheus-adapter's name) and rules.existingConfigMap name different ConfigMaps: set one" -}}
 {{- end -}}
-{{- if and (eq .Values.tls.mode "certManager") .Values.tls.certManager.issuerRef .Values.tls.certManager.issuerRef.kind (not .Values.tls.certManager.issuerRef.name) -}}
+{{- if and (include "tidal.existingRules" .) (or .Values.rules.custom .Values.rules.external .Values.rules.resource) -}}
+{{- fail "rules: rules.custom, rules.external and rules.resource have no effect with rules.existing or rules.existingConfigMap: put them in that ConfigMap" -}}
+{{- end -}}
+{{- /* prometheus-adapter chart values: TLS. */ -}}
+{{- $cmEnabled := and .Values.certManager .Values.certManager.enabled -}}
+{{- if .Values.tls.enable -}}
+{{- if ne .Values.tls.mode "selfSigned" -}}
+{{- fail (printf "tls: tls.enable (prometheus-adapter's certificate as values) and tls.mode=%s both say where the serving certificate comes from: set one" .Values.tls.mode) -}}
+{{- end -}}
+{{- if $cmEnabled -}}
+{{- fail "tls: tls.enable and certManager.enabled both say where the serving certificate comes from: set one" -}}
+{{- end -}}
+{{- range $k := list "ca" "certificate" "key" -}}
+{{- if not (regexMatch "-----BEGIN [A-Z ]+-----" (toString (get $.Values.tls $k))) -}}
+{{- fail (printf "tls.%s: with tls.enable it must hold a PEM block (-----BEGIN ...)" $k) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if and $cmEnabled (eq .Values.tls.mode "existingSecret") -}}
+{{- fail "tls: certManager.enabled (prometheus-adapter's name for tls.mode=certManager) and tls.mode=existingSecret: set one" -}}
+{{- end -}}
+{{- /* prometheus-adapter chart values: the Prometheus URL. */ -}}
+{{- if and $p.port (regexMatch "^https?://[^/]*:[0-9]+(/|$)" (tpl $p.url .)) -}}
+{{- fail (printf "prometheus: url %q has a port and prometheus.port (%v) adds another: set the port in one of them" $p.url $p.port) -}}
+{{- end -}}
+{{- if not (regexMatch "^https?://[^/?#\\s]+(/[^\\s]*)?$" (include "tidal.prometheusURL" .)) -}}
+{{- fail (printf "prometheus: %q (url, port and path) is not an http(s) URL, e.g. http://prometheus.monitoring.svc:9090" (include "tidal.prometheusURL" .)) -}}
+{{- end -}}
+{{- /* prometheus-adapter chart values Tidal's chart cannot honour: refused rather than ignored. */ -}}
+{{- if and .Values.hostNetwork .Values.hostNetwork.enabled -}}
+{{- fail "hostNetwork.enabled: Tidal's chart does not run the adapter in the host network; remove it (see docs/migration.md)" -}}
+{{- end -}}
+{{- range $k := list "extraVolumes" "extraVolumeMounts" "env" -}}
+{{- if get $.Values $k -}}
+{{- fail (printf "%s: Tidal's chart mounts Prometheus credentials from prometheus.bearerToken, .ca, .clientCert, .basicAuth and .httpConfig Secrets instead; move them there (see docs/migration.md)" $k) -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.rbac (eq (toString .Values.rbac.create) "false") -}}
+{{- fail "rbac.create=false: Tidal's chart always creates the adapter's RBAC; remove the value" -}}
+{{- end -}}
+{{- if and .Values.serviceAccount (or (eq (toString .Values.serviceAccount.create) "false") .Values.serviceAccount.name) -}}
+{{- fail "serviceAccount.create/name: Tidal's chart always creates its own service accounts (<fullname>-adapter, <fullname>-autoscaler); remove the value" -}}
+{{- end -}}
+{{- if and .Values.psp .Values.psp.create -}}
+{{- fail "psp.create: PodSecurityPolicy is gone from Kubernetes; remove the value" -}}
+{{- end -}}
+{{- if and (eq (include "tidal.tlsMode" .) "certManager") .Values.tls.certManager.issuerRef .Values.tls.certManager.issuerRef.kind (not .Values.tls.certManager.issuerRef.name) -}}
 {{- fail "tls.certManager.issuerRef: name is required when issuerRef is set" -}}
 {{- end -}}
 {{- end -}}
