@@ -3,15 +3,20 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	componentbaseconfig "k8s.io/component-base/config"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/controller"
@@ -70,6 +75,9 @@ func (o *Options) Config() (*Config, error) {
 		return nil, err
 	}
 	kube.QPS, kube.Burst = o.KubeAPIQPS, int(o.KubeAPIBurst)
+	// Not rest.Config.Timeout, which would also end the informers'
+	// watches (it is the http.Client's, which counts reading the body).
+	kube.Wrap(requestTimeout(o.KubeAPITimeout))
 	// No gzip, as kube-controller-manager's clients: next to the API server
 	// compressing lists and watch streams costs both sides more CPU than
 	// the bytes it saves.
@@ -152,4 +160,61 @@ func (o *HPAControllerOptions) decisionConfig() decision.Config {
 		PodLevelResources:       true,
 	}
 	return cfg
+}
+
+// requestTimeout returns a transport wrapper that ends every request but
+// watches after timeout (0: none), reading of the response included. A
+// watch is a long-running request, by design longer than any bound here;
+// the informers' reflectors end and restart theirs.
+func requestTimeout(timeout time.Duration) transport.WrapperFunc {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		if timeout <= 0 {
+			return rt
+		}
+		return &timeoutRoundTripper{rt: rt, timeout: timeout}
+	}
+}
+
+type timeoutRoundTripper struct {
+	rt      http.RoundTripper
+	timeout time.Duration
+}
+
+func (t *timeoutRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if isWatch(req) {
+		return t.rt.RoundTrip(req)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), t.timeout)
+	resp, err := t.rt.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// WrappedRoundTripper lets client-go's debugging wrappers see through.
+func (t *timeoutRoundTripper) WrappedRoundTripper() http.RoundTripper { return t.rt }
+
+// isWatch reports whether req is a watch: ?watch=true, or the legacy
+// /watch/ path.
+func isWatch(req *http.Request) bool {
+	switch req.URL.Query().Get("watch") {
+	case "true", "1":
+		return true
+	}
+	return strings.Contains(req.URL.Path, "/watch/")
+}
+
+// cancelOnClose ends a request's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }

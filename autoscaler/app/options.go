@@ -30,7 +30,10 @@ type Options struct {
 	Kubeconfig   string
 	KubeAPIQPS   float32
 	KubeAPIBurst int32
-	Mode         string
+	// KubeAPITimeout bounds each request to the API server but watches;
+	// 0: no bound (see DefaultKubeAPITimeout).
+	KubeAPITimeout time.Duration
+	Mode           string
 
 	HPA            HPAControllerOptions
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
@@ -55,6 +58,15 @@ type HPAControllerOptions struct {
 	ConcurrentSyncs              int32
 }
 
+// DefaultKubeAPITimeout is --kube-api-timeout's default. kube-controller-
+// manager bounds only its leader election client's requests; a request of
+// its HPA controller on a connection that hangs (an API server gone
+// behind a load balancer, a peer lost without a reset) holds a worker
+// until TCP gives up, many minutes later. The API server itself ends a
+// request that is not a watch after its --request-timeout, 60 s by
+// default, so the client waits as long and no longer.
+const DefaultKubeAPITimeout = 60 * time.Second
+
 // NewOptions returns the options with tidal's defaults.
 func NewOptions() *Options {
 	return &Options{
@@ -63,9 +75,10 @@ func NewOptions() *Options {
 		// about 300 autoscalers per 15 s period: this client serves one
 		// controller, whose steady cost is one status write per autoscaler
 		// per period when metrics move (1,000 autoscalers: about 70/s).
-		KubeAPIQPS:   100,
-		KubeAPIBurst: 200,
-		Mode:         string(source.ModeCRD),
+		KubeAPIQPS:     100,
+		KubeAPIBurst:   200,
+		KubeAPITimeout: DefaultKubeAPITimeout,
+		Mode:           string(source.ModeCRD),
 		HPA: HPAControllerOptions{
 			SyncPeriod:                   15 * time.Second,
 			Tolerance:                    0.1,
@@ -100,6 +113,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"QPS to use while talking with the Kubernetes API server.")
 	fs.Int32Var(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
 		"Burst to use while talking with the Kubernetes API server.")
+	fs.DurationVar(&o.KubeAPITimeout, "kube-api-timeout", o.KubeAPITimeout,
+		"How long a request to the Kubernetes API server may take before it fails (watches excepted). 0 means no limit.")
 	fs.StringVar(&o.Mode, "mode", o.Mode,
 		"What to reconcile: 'crd' for tidal's own autoscaler resources, 'native' for autoscaling/v2 HorizontalPodAutoscalers "+
 			"(disable kube-controller-manager's HPA controller first).")
@@ -149,6 +164,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.KubeAPIBurst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst must be at least 1, got %d", o.KubeAPIBurst))
+	}
+	if o.KubeAPITimeout < 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-timeout must be 0 (no limit) or positive, got %s", o.KubeAPITimeout))
 	}
 	if !slices.Contains(source.Modes, source.Mode(o.Mode)) {
 		errs = append(errs, fmt.Errorf("--mode must be %q or %q, got %q", source.ModeCRD, source.ModeNative, o.Mode))

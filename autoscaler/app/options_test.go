@@ -42,6 +42,9 @@ func TestDefaults(t *testing.T) {
 	if !le.LeaderElect || le.ResourceLock != "leases" || le.ResourceName != "tidal-autoscaler" || le.ResourceNamespace != "tidal-system" {
 		t.Errorf("leader election defaults = %+v", le)
 	}
+	if o.KubeAPITimeout != 60*time.Second {
+		t.Errorf("--kube-api-timeout = %s, want 60s, the API server's own --request-timeout", o.KubeAPITimeout)
+	}
 	if o.Mode != "crd" || o.HealthProbeBindAddress != "0.0.0.0:8081" {
 		t.Errorf("mode = %q, health address = %q", o.Mode, o.HealthProbeBindAddress)
 	}
@@ -87,8 +90,11 @@ func TestValidate(t *testing.T) {
 		args: []string{"--horizontal-pod-autoscaler-tolerance=1.5"},
 	}, {
 		name: "bad client settings",
-		args: []string{"--kube-api-qps=0", "--kube-api-burst=0", "--kubeconfig=" + missing},
-		want: []string{"--kube-api-qps", "--kube-api-burst", "--kubeconfig"},
+		args: []string{"--kube-api-qps=0", "--kube-api-burst=0", "--kube-api-timeout=-1s", "--kubeconfig=" + missing},
+		want: []string{"--kube-api-qps", "--kube-api-burst", "--kube-api-timeout must be 0 (no limit) or positive, got -1s", "--kubeconfig"},
+	}, {
+		name: "no request timeout",
+		args: []string{"--kube-api-timeout=0"},
 	}, {
 		name: "bad leader election timings",
 		args: []string{"--leader-elect-lease-duration=10s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=9s"},
