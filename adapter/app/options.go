@@ -98,6 +98,11 @@ func NewOptions() *Options {
 	// also needs a watch on the cluster's flow schemas). Same default as
 	// custom-metrics-apiserver.
 	o.Features.EnablePriorityAndFairness = false
+	// k8s.io/apiserver serves /debug/pprof/ by default, to anyone the
+	// cluster authorizes for that path; profiles show the queries and the
+	// rule file's contents in memory and cost CPU, so it is off unless
+	// --profiling asks for it (prometheus-adapter leaves it on).
+	o.Features.EnableProfiling = false
 	return o
 }
 

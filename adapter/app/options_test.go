@@ -56,6 +56,31 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// TestProfilingFlag: /debug/pprof/ is served only with --profiling.
+func TestProfilingFlag(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := writeKubeconfig(t, dir, closedAddress(t))
+	tests := []struct {
+		name string
+		args []string
+		want bool
+	}{
+		{name: "off by default", want: false},
+		{name: "--profiling", args: []string{"--profiling"}, want: true},
+		{name: "--profiling=false", args: []string{"--profiling=false"}, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := parse(t, append([]string{"--prometheus-url=http://prometheus.invalid:9090", "--kubeconfig=" + kubeconfig, "--authentication-skip-lookup"}, tt.args...)...)
+			cfg, ln := configOn(t, o)
+			defer ln.Close()
+			if got := cfg.Apiserver.GenericConfig.EnableProfiling; got != tt.want {
+				t.Errorf("profiling = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
 	dir := t.TempDir()
 	file := writeFile(t, dir, "f", "x")

@@ -201,6 +201,10 @@ func TestRunWithoutCluster(t *testing.T) {
 			t.Errorf("/apis does not list %s: %s", group, body)
 		}
 	}
+	// No profiling without --profiling, even for system:masters.
+	if code, _, err := get(admin, "/debug/pprof/"); err != nil || code != http.StatusNotFound {
+		t.Errorf("GET /debug/pprof/ = %d, %v; want 404", code, err)
+	}
 	notFound := []struct{ path, metric string }{
 		{"/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/http_requests", "http_requests"},
 		{"/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_depth", "queue_depth"},
