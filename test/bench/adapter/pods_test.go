@@ -83,6 +83,9 @@ func startServer(ctx context.Context, b *testing.B, h *harness.Harness, kind, bi
 		return nil, err
 	}
 	if kind == "tidal" || kind == "baseline" {
+		if os.Getenv("TIDAL_BENCH_PPROF") != "" {
+			args = append(args[:len(args):len(args)], "--profiling") // off by default
+		}
 		a, err := h.StartAdapter(ctx, harness.AdapterOptions{Binary: bin, RuleFile: ruleFile, Args: args, APIServices: apis})
 		if err != nil {
 			return nil, err

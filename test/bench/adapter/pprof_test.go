@@ -17,8 +17,8 @@ import (
 
 // profiler fetches a CPU profile of an adapter while the load runs, when
 // TIDAL_BENCH_PPROF names a directory. The adapter serves /debug/pprof on
-// its secure port (--profiling, on by default) to authorized identities:
-// the harness admin.
+// its secure port to authorized identities (the harness admin) when
+// started with --profiling, which startServer adds.
 type profiler struct {
 	done chan error
 	file string
