@@ -121,10 +121,12 @@ func TestChartPrometheusAdapterValueMeanings(t *testing.T) {
 		if got := arg(c, "--prometheus-url="); got != "--prometheus-url=https://thanos-query.tidal-system.svc:10902/api/prom" {
 			t.Errorf("got %q", got)
 		}
+		// The NetworkPolicy's port is Prometheus' pod port, which a Service
+		// port (prometheus.port) need not be: it stays networkPolicy's.
 		np := find(t, objs, "NetworkPolicy", namespace, "tidal-adapter")
 		egress, _, _ := unstructured.NestedSlice(np.Object, "spec", "egress")
-		if ports := egress[len(egress)-1].(map[string]any)["ports"].([]any); ports[0].(map[string]any)["port"] != int64(10902) {
-			t.Errorf("egress to Prometheus %v, want port 10902", ports)
+		if ports := egress[len(egress)-1].(map[string]any)["ports"].([]any); ports[0].(map[string]any)["port"] != int64(9090) {
+			t.Errorf("egress to Prometheus %v, want networkPolicy.prometheus.port 9090", ports)
 		}
 	})
 
@@ -184,6 +186,20 @@ func TestChartPrometheusAdapterValueMeanings(t *testing.T) {
 		if arg(c, "--enable-resource-metrics=") != "--enable-resource-metrics=true" || arg(c, "--enable-external-metrics=") != "--enable-external-metrics=true" {
 			t.Errorf("args %q", c.Args)
 		}
+	})
+
+	t.Run("apiServices.register=false", func(t *testing.T) {
+		// The first step of taking over a running prometheus-adapter:
+		// Tidal serves, its APIServices are still prometheus-adapter's.
+		objs := helmTemplate(t, "-f", base, "--set", "apiServices.register=false")
+		if got := apiServiceNames(objs); len(got) != 0 {
+			t.Errorf("APIServices %v rendered", got)
+		}
+		_, c := adapterContainer(t, objs)
+		if !slices.Contains(c.Args, "--enable-custom-metrics=true") {
+			t.Errorf("args %q: the adapter must still serve custom metrics", c.Args)
+		}
+		find(t, objs, "Secret", namespace, "tidal-adapter-tls")
 	})
 
 	t.Run("rules.existing", func(t *testing.T) {
