@@ -460,7 +460,87 @@ func (v *validator) renders(t *template.Template, pos Pos, path string, sample t
 		v.add(pos, "%s renders PromQL that does not parse %s (%s): %s; check the brackets, quotes and commas around <<...>>", path, when, oneLine(err.Error()), oneLine(out))
 		return false
 	}
+	if len(sample.LabelValuesByName) > 0 && !labelValuesQuoted(t, sample) {
+		v.add(pos, "%s uses .LabelValuesByName outside a double-quoted string; its values are escaped for the inside of \"...\" only (in '...', `...` or bare text a request's value could change the query), so write it as label=~\"<<index .LabelValuesByName \"label\">>\"", path)
+		return false
+	}
 	return true
+}
+
+// labelValuesQuoted reports whether t, run on sample, places every value
+// of .LabelValuesByName inside a PromQL double-quoted string, the only
+// place package promql escapes them for. Each value is replaced with a
+// marker, the key of every string constant of t too (a label that
+// <<index .LabelValuesByName "x">> names need not be in the sample), and
+// the output is scanned for markers outside "...".
+func labelValuesQuoted(t *template.Template, sample tmpl.QueryArgs) bool {
+	values := map[string]string{}
+	var markers []string
+	mark := func(k string) {
+		if _, ok := values[k]; !ok {
+			m := fmt.Sprintf("tidalLabelValue%dMarker", len(markers))
+			values[k] = m
+			markers = append(markers, m)
+		}
+	}
+	for k := range sample.LabelValuesByName {
+		mark(k)
+	}
+	for _, k := range tmpl.StringConstants(t) {
+		mark(k)
+	}
+	sample.LabelValuesByName = values
+	out, err := tmpl.Execute(t, sample)
+	if err != nil {
+		return true // reported by the rendering with the sample itself
+	}
+	inDouble := doubleQuoted(out)
+	for _, m := range markers {
+		for i := 0; ; {
+			j := strings.Index(out[i:], m)
+			if j < 0 {
+				break
+			}
+			if !inDouble[i+j] {
+				return false
+			}
+			i += j + len(m)
+		}
+	}
+	return true
+}
+
+// doubleQuoted returns, for each byte of the PromQL text q, whether it is
+// inside a double-quoted string literal (between the quotes).
+func doubleQuoted(q string) []bool {
+	in := make([]bool, len(q))
+	var open byte // the quote of the string being read; 0 outside
+	comment := false
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case comment:
+			comment = c != '\n'
+		case open == 0:
+			switch c {
+			case '"', '\'', '`':
+				open = c
+			case '#':
+				comment = true
+			}
+		case c == open:
+			open = 0
+		case c == '\\' && open != '`':
+			in[i] = open == '"'
+			if i+1 < len(q) {
+				i++
+				in[i] = open == '"'
+			}
+		default:
+			in[i] = open == '"'
+		}
+	}
+	return in
 }
 
 func (v *validator) resourceRules(rr *ResourceRules) {

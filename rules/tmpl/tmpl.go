@@ -246,3 +246,67 @@ func walk(n parse.Node, dotIsRoot bool, refs *[]FieldRef) {
 		walk(n.Pipe, dotIsRoot, refs)
 	}
 }
+
+// StringConstants returns the string literals in t's actions, in text
+// order, e.g. "pod" in <<index .LabelValuesByName "pod">>.
+func StringConstants(t *template.Template) []string {
+	if t == nil || t.Tree == nil {
+		return nil
+	}
+	var out []string
+	inspect(t.Tree.Root, func(n parse.Node) {
+		if s, ok := n.(*parse.StringNode); ok {
+			out = append(out, s.Text)
+		}
+	})
+	return out
+}
+
+// inspect calls f for n and every node below it.
+func inspect(n parse.Node, f func(parse.Node)) {
+	if n == nil {
+		return
+	}
+	f(n)
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return
+		}
+		for _, c := range n.Nodes {
+			inspect(c, f)
+		}
+	case *parse.ActionNode:
+		inspect(n.Pipe, f)
+	case *parse.PipeNode:
+		if n == nil {
+			return
+		}
+		for _, v := range n.Decl {
+			inspect(v, f)
+		}
+		for _, c := range n.Cmds {
+			inspect(c, f)
+		}
+	case *parse.CommandNode:
+		for _, a := range n.Args {
+			inspect(a, f)
+		}
+	case *parse.ChainNode:
+		inspect(n.Node, f)
+	case *parse.IfNode:
+		inspect(n.Pipe, f)
+		inspect(n.List, f)
+		inspect(n.ElseList, f)
+	case *parse.RangeNode:
+		inspect(n.Pipe, f)
+		inspect(n.List, f)
+		inspect(n.ElseList, f)
+	case *parse.WithNode:
+		inspect(n.Pipe, f)
+		inspect(n.List, f)
+		inspect(n.ElseList, f)
+	case *parse.TemplateNode:
+		inspect(n.Pipe, f)
+	}
+}
