@@ -266,6 +266,13 @@ func (o *FlagOptions) httpClientConfig() (promconfig.HTTPClientConfig, error) {
 		}
 	}
 
+	// Like prometheus-adapter's client (Go's default transport, client-go's
+	// for a kubeconfig): HTTP_PROXY, HTTPS_PROXY and NO_PROXY apply unless
+	// a file names a proxy.
+	if cc.ProxyURL.URL == nil && !cc.ProxyFromEnvironment && cc.NoProxy == "" {
+		cc.ProxyFromEnvironment = true
+	}
+
 	if err := cc.Validate(); err != nil {
 		return cc, fmt.Errorf("prometheus client configuration (--prometheus-http-config, --prometheus-auth-config and --prometheus-* flags): %w", err)
 	}

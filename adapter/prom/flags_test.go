@@ -43,6 +43,9 @@ func TestPrometheusHTTPClientConfig(t *testing.T) {
 			if got := cc.HTTPHeaders.Headers["X-Scope-Orgid"].Values; strings.Join(got, ",") != "a,b" {
 				t.Errorf("header values = %v, want [a b]", got)
 			}
+			if !cc.ProxyFromEnvironment {
+				t.Error("HTTP_PROXY and friends are ignored; prometheus-adapter honours them")
+			}
 		},
 	}, {
 		name: "file relative paths resolve against the file",
