@@ -42,14 +42,12 @@ func (a *Adapter) URL(path string) string { return fmt.Sprintf("https://127.0.0.
 // metrics onto objects from watch caches) and record Events.
 const AdapterReadRole = "tidal-adapter-harness-read"
 
-// StartAdapter runs `tidal adapter` on loopback as the tidal-system/
-// tidal-adapter service account, bound to what an aggregated API server
-// needs (auth delegation, reading the authentication configmap) and to
-// AdapterReadRole; it waits for /readyz and registers the APIServices.
-func (h *Harness) StartAdapter(ctx context.Context, o AdapterOptions) (*Adapter, error) {
-	a := &Adapter{Namespace: "tidal-system", ServiceAccount: "tidal-adapter"}
-	if err := h.EnsureNamespace(ctx, a.Namespace); err != nil {
-		return nil, err
+// bindAdapterIdentity binds the service account NAMESPACE/NAME to what an
+// aggregated API server needs (auth delegation, reading the authentication
+// configmap) and to AdapterReadRole.
+func (h *Harness) bindAdapterIdentity(ctx context.Context, namespace, name string) error {
+	if err := h.EnsureNamespace(ctx, namespace); err != nil {
+		return err
 	}
 	read := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: AdapterReadRole},
@@ -59,9 +57,9 @@ func (h *Harness) StartAdapter(ctx context.Context, o AdapterOptions) (*Adapter,
 		},
 	}
 	if _, err := h.Client.RbacV1().ClusterRoles().Create(ctx, read, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, err
+		return err
 	}
-	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: a.ServiceAccount, Namespace: a.Namespace}}
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: namespace}}
 	for _, b := range []struct {
 		role      rbacv1.RoleRef
 		namespace string
@@ -70,7 +68,7 @@ func (h *Harness) StartAdapter(ctx context.Context, o AdapterOptions) (*Adapter,
 		{rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AdapterReadRole}, ""},
 		{rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "extension-apiserver-authentication-reader"}, "kube-system"},
 	} {
-		meta := metav1.ObjectMeta{Name: "tidal-adapter-" + b.role.Name}
+		meta := metav1.ObjectMeta{Name: name + "-" + b.role.Name}
 		var err error
 		if b.namespace == "" {
 			_, err = h.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: meta, RoleRef: b.role, Subjects: subject}, metav1.CreateOptions{})
@@ -79,8 +77,20 @@ func (h *Harness) StartAdapter(ctx context.Context, o AdapterOptions) (*Adapter,
 			_, err = h.Client.RbacV1().RoleBindings(b.namespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: b.role, Subjects: subject}, metav1.CreateOptions{})
 		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil, err
+			return err
 		}
+	}
+	return nil
+}
+
+// StartAdapter runs `tidal adapter` on loopback as the tidal-system/
+// tidal-adapter service account, bound to what an aggregated API server
+// needs (auth delegation, reading the authentication configmap) and to
+// AdapterReadRole; it waits for /readyz and registers the APIServices.
+func (h *Harness) StartAdapter(ctx context.Context, o AdapterOptions) (*Adapter, error) {
+	a := &Adapter{Namespace: "tidal-system", ServiceAccount: "tidal-adapter"}
+	if err := h.bindAdapterIdentity(ctx, a.Namespace, a.ServiceAccount); err != nil {
+		return nil, err
 	}
 	kubeconfig, _, err := h.Kubeconfig(ServiceAccountIdentity(a.Namespace, a.ServiceAccount))
 	if err != nil {
@@ -117,16 +127,5 @@ func (h *Harness) StartAdapter(ctx context.Context, o AdapterOptions) (*Adapter,
 	}); err != nil {
 		return a, err
 	}
-	srv := AggregatedServer{Namespace: a.Namespace, Service: a.ServiceAccount, Port: a.Port, CABundle: h.CA.CertPEM}
-	for _, gv := range o.APIServices {
-		if err := h.RegisterAPIService(ctx, srv, gv[0], gv[1]); err != nil {
-			return a, err
-		}
-	}
-	for _, gv := range o.APIServices {
-		if err := h.WaitAPIServiceAvailable(ctx, gv[1]+"."+gv[0], 60*time.Second); err != nil {
-			return a, fmt.Errorf("%w; adapter log %s ends with:\n%s", err, a.Process.LogPath(), a.Process.LogTail())
-		}
-	}
-	return a, nil
+	return a, h.registerAll(ctx, a, o.APIServices)
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # install.sh builds (once) and installs the real servers Tidal's tests start:
 # etcd, kube-apiserver, kube-controller-manager, kubectl (from test/tools/go.mod),
-# kwok and helm (pinned versions from the Go module proxy), and Prometheus
-# (Debian's package). Binaries land in a cache folder keyed by everything that
-# decides their content, so a second run is instant and a version bump rebuilds.
+# kwok and helm (pinned versions from the Go module proxy), Prometheus
+# (Debian's package) and the peers (prometheus-adapter from test/bench/peer).
+# Binaries land in a cache folder keyed by everything that decides their
+# content, so a second run is instant and a version bump rebuilds.
 #
 # Usage: test/tools/install.sh        prints the tools folder on its last line.
 # Env:   TIDAL_TOOLS_CACHE  cache root (default: $XDG_CACHE_HOME/tidal or ~/.cache/tidal)
@@ -84,6 +85,23 @@ else
   touch "${dir}/.complete"
   log "built into ${dir}"
 fi
+
+# Peers: other projects' servers the tests run beside Tidal, each built from a
+# module of its own (so their Kubernetes libraries never meet Tidal's or the
+# tools module's), cached by that module's go.sum and linked into the tools folder.
+build_peer() { # build_peer NAME MODULE_DIR PKG
+  local key out
+  key="$( (cat "${repo}/$2/go.mod" "${repo}/$2/go.sum") | sha256sum | cut -c1-16)"
+  out="${cache_root}/peer-$1-${key}"
+  if [ ! -x "${out}/$1" ]; then
+    log "building $1 from $2"
+    mkdir -p "${out}"
+    (cd "${repo}/$2" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${out}/$1.tmp" "$3")
+    mv "${out}/$1.tmp" "${out}/$1"
+  fi
+  ln -sfn "${out}/$1" "${dir}/$1"
+}
+build_peer prometheus-adapter test/bench/peer sigs.k8s.io/prometheus-adapter/cmd/adapter
 
 # A stable path for the harness, the Makefile and people: _output/tools.
 mkdir -p "${repo}/_output"
