@@ -12,10 +12,10 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	openapicommon "k8s.io/kube-openapi/pkg/common"
 	"k8s.io/metrics/pkg/apis/metrics"
+	metricsv1 "k8s.io/metrics/pkg/apis/metrics/v1"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	msapi "sigs.k8s.io/metrics-server/pkg/api"
-	msopenapi "sigs.k8s.io/metrics-server/pkg/api/generated/openapi"
 
 	"github.com/tidal-autoscaler/tidal/adapter/internal/encodecache"
 	"github.com/tidal-autoscaler/tidal/adapter/objects"
@@ -30,12 +30,8 @@ var (
 // definition namer.
 var Scheme = msapi.Scheme
 
-// GetOpenAPIDefinitions are the OpenAPI definitions of the metrics.k8s.io
-// types, which the server's OpenAPI config must include.
-var GetOpenAPIDefinitions openapicommon.GetOpenAPIDefinitions = msopenapi.GetOpenAPIDefinitions
-
-// Install serves metrics.k8s.io v1beta1 on server from p, listing pods and
-// nodes from l's watch caches (which must be a CacheLister, as
+// Install serves metrics.k8s.io v1 and v1beta1 on server from p, listing
+// pods and nodes from l's watch caches (which must be a CacheLister, as
 // objects.NewInformerLister's is). ctx bounds the first fill of those
 // caches, started here in the background.
 func Install(ctx context.Context, server *genericapiserver.GenericAPIServer, p *Provider, l objects.Lister) error {
@@ -50,15 +46,19 @@ func Install(ctx context.Context, server *genericapiserver.GenericAPIServer, p *
 	go func() { _, _ = nodes.lister() }()
 	encodings := encodecache.New[metrics.PodMetricsList]()
 	info := msapi.Build(&podStorage{metrics: p, pods: pods, encodings: encodings}, &nodeStorage{metrics: p, nodes: nodeLister{nodes}})
+	// v1 (KEP-5207; kubectl top asks for it first) is v1beta1 under another
+	// name: the same storage, converted by the scheme.
+	if _, ok := info.VersionedResourcesStorageMap[metricsv1.SchemeGroupVersion.Version]; !ok {
+		info.VersionedResourcesStorageMap[metricsv1.SchemeGroupVersion.Version] = info.VersionedResourcesStorageMap[metricsv1beta1.SchemeGroupVersion.Version]
+	}
 	info.NegotiatedSerializer = encodings.NegotiatedSerializer(info.NegotiatedSerializer)
 	info.PrioritizedVersions = served(info)
 	return server.InstallAPIGroup(&info)
 }
 
 // served keeps, in order, the group's versions that have storage.
-// Discovery names the first prioritized version as the preferred one, and
-// the scheme puts metrics.k8s.io/v1 first, which is not served: /apis
-// would prefer a version it does not list.
+// Discovery names the first prioritized version as the preferred one, so
+// it must be one that is served.
 func served(info genericapiserver.APIGroupInfo) []schema.GroupVersion {
 	var out []schema.GroupVersion
 	for _, gv := range info.PrioritizedVersions {

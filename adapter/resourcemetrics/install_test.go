@@ -232,9 +232,23 @@ func TestServed(t *testing.T) {
 		{"pod table: summed usage per resource, then the window", "/namespaces/ns/pods", table, "200 Name cpu memory Window | a 250m 1Mi 3m0s | b 500m 2Mi 3m0s"},
 		{"node table", "/nodes/n", table, "200 Name cpu memory Window | n 2 4Mi 3m0s"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req, err := http.NewRequest(http.MethodGet, base+"/apis/metrics.k8s.io/v1beta1"+tt.path, nil)
+	for _, version := range []string{"v1beta1", "v1"} {
+		for _, tt := range tests {
+			t.Run(version+"/"+tt.name, func(t *testing.T) {
+				servedPath(t, base, version, tt.path, tt.accept, tt.want)
+			})
+		}
+	}
+}
+
+// servedPath checks GET /apis/metrics.k8s.io/VERSION+path: the status and
+// the objects' names (or the table's cells) as want says, and that an
+// object or list is of VERSION.
+func servedPath(t *testing.T, base, version, path, accept, want string) {
+	tt := struct{ path, accept, want string }{path, accept, want}
+	{
+		{
+			req, err := http.NewRequest(http.MethodGet, base+"/apis/metrics.k8s.io/"+version+tt.path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -294,7 +308,12 @@ func TestServed(t *testing.T) {
 			if g := strings.Join(got, " "); g != tt.want {
 				t.Errorf("GET %s = %q, want %q", tt.path, g, tt.want)
 			}
-		})
+			var apiVersion string
+			_ = json.Unmarshal(fields["apiVersion"], &apiVersion)
+			if resp.StatusCode == http.StatusOK && tt.accept == "" && apiVersion != "metrics.k8s.io/"+version {
+				t.Errorf("GET %s: apiVersion %q, want metrics.k8s.io/%s", tt.path, apiVersion, version)
+			}
+		}
 	}
 }
 
@@ -352,8 +371,8 @@ func TestServedShared(t *testing.T) {
 	}
 }
 
-// API discovery of metrics.k8s.io prefers a version it serves (the
-// scheme's first, v1, is not served), in every discovery document.
+// API discovery of metrics.k8s.io lists v1 and v1beta1 and prefers v1, in
+// every discovery document: kubectl top asks for v1 when it is listed.
 func TestServedDiscovery(t *testing.T) {
 	srv := promtest.New(t)
 	set := srv.Rules(t, strings.Replace(rulesTemplate, "WINDOW", "", 1), nil)
@@ -427,8 +446,8 @@ func TestServedDiscovery(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			preferred, served := tt.read(t)
-			if strings.Join(served, ",") != "metrics.k8s.io/v1beta1" || preferred != "metrics.k8s.io/v1beta1" {
-				t.Errorf("preferred %q, versions %v; want metrics.k8s.io/v1beta1, the one served", preferred, served)
+			if strings.Join(served, ",") != "metrics.k8s.io/v1,metrics.k8s.io/v1beta1" || preferred != "metrics.k8s.io/v1" {
+				t.Errorf("preferred %q, versions %v; want metrics.k8s.io/v1 of metrics.k8s.io/v1 and v1beta1", preferred, served)
 			}
 		})
 	}

@@ -144,7 +144,7 @@ func ciExpectations(t *testing.T) map[string]expectation {
 			e.tlsMode, e.tlsSecret, e.caBundle = "existingSecret", "my-adapter-tls", existingCA
 		}),
 		"all-apis-values.yaml": with(func(e *expectation) {
-			e.apiServices = append(slices.Clone(defaultAPIs), "v1beta1.metrics.k8s.io")
+			e.apiServices = append(slices.Clone(defaultAPIs), resourceMetricsAPIs...)
 			e.adapterRepl = 3
 			e.adapterArgs = []string{
 				"--prometheus-url=https://prometheus.monitoring.svc:9091/prefix",

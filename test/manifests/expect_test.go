@@ -84,6 +84,9 @@ type expectation struct {
 var (
 	customMetricsAPIs = []string{"v1beta1.custom.metrics.k8s.io", "v1beta2.custom.metrics.k8s.io"}
 	defaultAPIs       = append(slices.Clone(customMetricsAPIs), "v1beta1.external.metrics.k8s.io")
+	// resourceMetricsAPIs are metrics.k8s.io's: v1beta1 (the HPA's) and v1
+	// (kubectl top's first choice).
+	resourceMetricsAPIs = []string{"v1beta1.metrics.k8s.io", "v1.metrics.k8s.io"}
 )
 
 // checkObjects asserts what every rendering of Tidal (chart or kustomize)

@@ -91,7 +91,7 @@ func TestKustomizeComponents(t *testing.T) {
 		comp := existingSecretComponent(t, ca.CertPEM)
 		exp := kustomizeExpectation(t)
 		exp.tlsMode, exp.caBundle = "existingSecret", ca.CertPEM
-		exp.apiServices = append(slices.Clone(defaultAPIs), "v1beta1.metrics.k8s.io")
+		exp.apiServices = append(slices.Clone(defaultAPIs), resourceMetricsAPIs...)
 		checkObjects(t, overlay(t, "resource-metrics", comp), exp)
 	})
 }

@@ -169,7 +169,7 @@ func TestChartPrometheusAdapterValueMeanings(t *testing.T) {
       containerLabel: container
     window: 3m
 `))
-		want := append(slices.Clone(customMetricsAPIs), "v1beta1.external.metrics.k8s.io", "v1beta1.metrics.k8s.io")
+		want := append(append(slices.Clone(customMetricsAPIs), "v1beta1.external.metrics.k8s.io"), resourceMetricsAPIs...)
 		slices.Sort(want)
 		if got := apiServiceNames(objs); !slices.Equal(got, want) {
 			t.Errorf("APIServices %v, want %v: prometheus-adapter's chart registers external and resource metrics when it has such rules", got, want)

@@ -386,8 +386,9 @@ func TestCompatNaN(t *testing.T) {
 	}
 }
 
-// TestCompatResourceMetricsDiscovery: metrics.k8s.io prefers the version
-// it serves, v1beta1, at the adapter and through the aggregator (item 7).
+// TestCompatResourceMetricsDiscovery: metrics.k8s.io prefers a version it
+// serves, v1 of v1 and v1beta1, at the adapter and through the aggregator
+// (item 7).
 func TestCompatResourceMetricsDiscovery(t *testing.T) {
 	h := need(t)
 	direct := &http.Client{Transport: adminTransport(t, h)}
@@ -432,7 +433,7 @@ func checkPreferred(t *testing.T, g metav1.APIGroup) {
 	for _, v := range g.Versions {
 		served = append(served, v.GroupVersion)
 	}
-	if g.PreferredVersion.GroupVersion != "metrics.k8s.io/v1beta1" || strings.Join(served, ",") != "metrics.k8s.io/v1beta1" {
-		t.Errorf("preferred %s, versions %v; want the served metrics.k8s.io/v1beta1", g.PreferredVersion.GroupVersion, served)
+	if g.PreferredVersion.GroupVersion != "metrics.k8s.io/v1" || strings.Join(served, ",") != "metrics.k8s.io/v1,metrics.k8s.io/v1beta1" {
+		t.Errorf("preferred %s, versions %v; want metrics.k8s.io/v1 of the served v1 and v1beta1", g.PreferredVersion.GroupVersion, served)
 	}
 }

@@ -175,13 +175,14 @@ func setup(ctx context.Context) (*harness.Harness, error) {
 			{"custom.metrics.k8s.io", "v1beta2"},
 			{"external.metrics.k8s.io", "v1beta1"},
 			{"metrics.k8s.io", "v1beta1"},
+			{"metrics.k8s.io", "v1"},
 		},
 	})
 	if err != nil {
 		return h, err
 	}
 	// Available APIServices may take a moment more to be proxied.
-	for _, gv := range []string{"custom.metrics.k8s.io/v1beta1", "custom.metrics.k8s.io/v1beta2", "external.metrics.k8s.io/v1beta1", "metrics.k8s.io/v1beta1"} {
+	for _, gv := range []string{"custom.metrics.k8s.io/v1beta1", "custom.metrics.k8s.io/v1beta2", "external.metrics.k8s.io/v1beta1", "metrics.k8s.io/v1beta1", "metrics.k8s.io/v1"} {
 		if err := harness.WaitReady(ctx, nil, gv+" proxied", 60*time.Second, func(ctx context.Context) error {
 			_, err := h.Client.Discovery().ServerResourcesForGroupVersion(gv)
 			return err

@@ -331,3 +331,61 @@ func TestKubectlTop(t *testing.T) {
 		t.Errorf("kubectl top node does not list %s:\n%s", h.NodeName, out)
 	}
 }
+
+// metrics.k8s.io v1 (KEP-5207), which kubectl top asks for first, answers
+// as v1beta1 does through the aggregator: the same pods, containers and
+// usage (within what the counter moves between the two reads), and nodes.
+func TestResourceMetricsV1(t *testing.T) {
+	h := need(t)
+	waitSteadyCPU(t)
+	ctx := context.Background()
+	mc := metricsclient.NewForConfigOrDie(h.Admin)
+	v1, err := mc.MetricsV1().PodMetricses(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatalf("list v1 PodMetrics: %v", err)
+	}
+	beta, err := mc.MetricsV1beta1().PodMetricses(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatalf("list v1beta1 PodMetrics: %v", err)
+	}
+	usage := map[string]float64{}
+	for _, m := range beta.Items {
+		for _, c := range m.Containers {
+			usage[m.Name+"/"+c.Name+"/cpu"] = c.Usage.Cpu().AsApproximateFloat64()
+			usage[m.Name+"/"+c.Name+"/memory"] = c.Usage.Memory().AsApproximateFloat64()
+		}
+	}
+	got := 0
+	for _, m := range v1.Items {
+		if m.APIVersion != "" && m.APIVersion != "metrics.k8s.io/v1" {
+			t.Errorf("%s: apiVersion %s", m.Name, m.APIVersion)
+		}
+		if m.Window.Duration != 30*time.Second {
+			t.Errorf("%s: window %v, want 30s", m.Name, m.Window.Duration)
+		}
+		for _, c := range m.Containers {
+			for res, q := range map[string]float64{"cpu": c.Usage.Cpu().AsApproximateFloat64(), "memory": c.Usage.Memory().AsApproximateFloat64()} {
+				k := m.Name + "/" + c.Name + "/" + res
+				want, ok := usage[k]
+				if !ok {
+					t.Errorf("v1 has %s, v1beta1 does not", k)
+					continue
+				}
+				got++
+				if math.Abs(q-want) > 0.02*math.Max(want, 1e-3) {
+					t.Errorf("%s: v1 %v, v1beta1 %v", k, q, want)
+				}
+			}
+		}
+	}
+	if got != len(usage) {
+		t.Errorf("v1 has %d container usages, v1beta1 %d", got, len(usage))
+	}
+	node, err := mc.MetricsV1().NodeMetricses().Get(ctx, h.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get v1 NodeMetrics: %v", err)
+	}
+	if mem := node.Usage.Memory().Value(); mem != nodeBytes {
+		t.Errorf("v1 node memory %d, want %d", mem, int64(nodeBytes))
+	}
+}

@@ -91,6 +91,7 @@ seccompProfile:
 {{- end -}}
 {{- if eq (include "tidal.apiEnabled" (dict "ctx" . "api" "resource")) "true" -}}
 {{- $out = append $out (list "metrics.k8s.io" "v1beta1" 0) -}}
+{{- $out = append $out (list "metrics.k8s.io" "v1" 100) -}}
 {{- end -}}
 {{- $out | toJson -}}
 {{- end -}}
