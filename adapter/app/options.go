@@ -69,6 +69,12 @@ type APIOptions struct {
 	CustomMetrics   bool
 	ExternalMetrics bool
 	ResourceMetrics bool
+	// DelegateExternal is the https URL of the server that owned
+	// external.metrics.k8s.io before Tidal (KEDA's metrics server, ...):
+	// metrics no rule serves are asked there (adapter/delegate).
+	// DelegateCAFile verifies it.
+	DelegateExternal string
+	DelegateCAFile   string
 }
 
 // NewOptions returns the options with tidal's defaults.
@@ -154,8 +160,14 @@ func (o *APIOptions) AddFlags(fs *pflag.FlagSet) {
 		"Serve custom.metrics.k8s.io (v1beta1 and v1beta2).")
 	fs.BoolVar(&o.ExternalMetrics, "enable-external-metrics", o.ExternalMetrics,
 		"Serve external.metrics.k8s.io (v1beta1).")
+	fs.StringVar(&o.DelegateExternal, "delegate-external-metrics", o.DelegateExternal,
+		"https URL of the server that owned external.metrics.k8s.io before Tidal (e.g. https://keda-operator-metrics-apiserver.keda.svc:443). "+
+			"External metrics no rule serves are forwarded there unchanged (namespace, name, selector), with the adapter's own credentials, and API discovery lists both sides' metrics; "+
+			"a metric both serve is answered by Tidal's rule. The delegate not answering is a 503 for its metrics only.")
+	fs.StringVar(&o.DelegateCAFile, "delegate-ca-file", o.DelegateCAFile,
+		"CA bundle that verifies --delegate-external-metrics' serving certificate (the caBundle of the APIService it owned). Empty: the system's roots.")
 	fs.BoolVar(&o.ResourceMetrics, "enable-resource-metrics", o.ResourceMetrics,
-		"Serve metrics.k8s.io (v1beta1: PodMetrics, NodeMetrics, for kubectl top and CPU/memory HPAs) from the rule file's resourceRules. Only when the rule file has resourceRules at start: without them the group is not installed, so a metrics-server can own it. Set false to leave metrics.k8s.io to metrics-server even when the rule file has resourceRules.")
+		"Serve metrics.k8s.io (v1 and v1beta1: PodMetrics, NodeMetrics, for kubectl top and CPU/memory HPAs) from the rule file's resourceRules. Only when the rule file has resourceRules at start: without them the group is not installed, so a metrics-server can own it. Set false to leave metrics.k8s.io to metrics-server even when the rule file has resourceRules.")
 }
 
 // Validate reports every problem with the options at once.
@@ -209,10 +221,17 @@ func (o *RulesOptions) Validate() []error {
 
 // Validate checks the API switches.
 func (o *APIOptions) Validate() []error {
+	var errs []error
 	if !o.CustomMetrics && !o.ExternalMetrics && !o.ResourceMetrics {
-		return []error{errors.New("--enable-custom-metrics, --enable-external-metrics and --enable-resource-metrics are all false: enable at least one API")}
+		errs = append(errs, errors.New("--enable-custom-metrics, --enable-external-metrics and --enable-resource-metrics are all false: enable at least one API"))
 	}
-	return nil
+	if o.DelegateExternal != "" && !o.ExternalMetrics {
+		errs = append(errs, errors.New("--delegate-external-metrics is set but --enable-external-metrics is false: the delegate's metrics are served through Tidal's external.metrics.k8s.io; enable it or drop the delegate"))
+	}
+	if o.DelegateExternal == "" && o.DelegateCAFile != "" {
+		errs = append(errs, errors.New("--delegate-ca-file is set without --delegate-external-metrics: name the delegate or drop the CA file"))
+	}
+	return append(errs, cmdutil.CheckFile("--delegate-ca-file", o.DelegateCAFile)...)
 }
 
 // effectiveMaxAge applies the --metrics-max-age default.

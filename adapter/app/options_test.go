@@ -103,6 +103,17 @@ func TestValidate(t *testing.T) {
 			"--config=" + file, "--metrics-relist-interval=30s", "--metrics-max-age=5m", "--enable-resource-metrics=false",
 			"--kubeconfig=" + file, "--logging-format=json"},
 	}, {
+		name: "a delegate for external metrics",
+		args: []string{url, "--delegate-external-metrics=https://keda-operator-metrics-apiserver.keda.svc:443", "--delegate-ca-file=" + file},
+	}, {
+		name: "a delegate without the API it shares, a CA without a delegate, a missing CA",
+		args: []string{url, "--delegate-external-metrics=https://keda.svc", "--enable-external-metrics=false", "--delegate-ca-file=" + missing},
+		want: []string{"--delegate-external-metrics is set but --enable-external-metrics is false", "--delegate-ca-file"},
+	}, {
+		name: "a delegate CA alone",
+		args: []string{url, "--delegate-ca-file=" + file},
+		want: []string{"--delegate-ca-file is set without --delegate-external-metrics"},
+	}, {
 		name: "url missing",
 		want: []string{"--prometheus-url is required"},
 	}, {

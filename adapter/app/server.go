@@ -5,10 +5,15 @@ import (
 	"fmt"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apidiscovery "k8s.io/apiserver/pkg/endpoints/discovery"
 	"k8s.io/klog/v2"
+	cmprovider "sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
 
+	"github.com/tidal-autoscaler/tidal/adapter/delegate"
 	"github.com/tidal-autoscaler/tidal/adapter/discovery"
 	"github.com/tidal-autoscaler/tidal/adapter/monitor"
+	"github.com/tidal-autoscaler/tidal/adapter/provider"
 	"github.com/tidal-autoscaler/tidal/adapter/resourcemetrics"
 	"github.com/tidal-autoscaler/tidal/internal/version"
 )
@@ -45,7 +50,21 @@ func (c *Config) Run(ctx context.Context) error {
 		}
 	}
 	if c.APIs.ExternalMetrics {
-		if err := installExternalMetrics(server.GenericAPIServer, parts.provider, parts.provider.ExternalResources()); err != nil {
+		var external externalAPI = ownExternal{parts.provider}
+		if c.APIs.DelegateExternal != "" {
+			d, err := delegate.New(delegate.Options{
+				URL: c.APIs.DelegateExternal, CAFile: c.APIs.DelegateCAFile, Credentials: c.Kube,
+				Timeout: c.Prometheus.Timeout, Refresh: c.Rules.RelistInterval,
+			})
+			if err != nil {
+				return err
+			}
+			dp := delegate.Provider{Own: parts.provider, OwnResources: parts.provider.ExternalResources(), Delegate: d}
+			go d.Run(ctx, dp.OwnNames)
+			external = dp
+			klog.InfoS("Sharing external.metrics.k8s.io: metrics no rule serves are forwarded", "delegate", d.URL())
+		}
+		if err := installExternalMetrics(server.GenericAPIServer, external, external); err != nil {
 			return fmt.Errorf("installing external.metrics.k8s.io: %w", err)
 		}
 	}
@@ -91,4 +110,18 @@ func (c *Config) Run(ctx context.Context) error {
 	}
 	klog.InfoS("tidal adapter stopped")
 	return nil
+}
+
+// externalAPI is what external.metrics.k8s.io is served from: the metrics
+// and their discovery.
+type externalAPI interface {
+	cmprovider.ExternalMetricsProvider
+	apidiscovery.APIResourceLister
+}
+
+// ownExternal is Tidal's own external metrics with their discovery.
+type ownExternal struct{ *provider.Provider }
+
+func (o ownExternal) ListAPIResources() []metav1.APIResource {
+	return o.Provider.ExternalResources().ListAPIResources()
 }
