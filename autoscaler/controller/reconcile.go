@@ -117,6 +117,14 @@ type step struct {
 	in       decision.Input
 	mr       *metricsResult
 	d        decision.Decision
+
+	// Tidal's additions (extensions.go): the object's extensions, its
+	// fallback (nil: none), the count of consecutive all-failed syncs to
+	// persist, and this sync's fallback step.
+	ext      source.Extensions
+	fallback *decision.Fallback
+	failures int32
+	fb       decision.FallbackStep
 }
 
 // reconcile is upstream's reconcileAutoscaler: read the target's scale,
@@ -133,6 +141,7 @@ func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key strin
 		obj: obj, original: obj.DeepCopy(), key: key, now: metav1.NewTime(start),
 		ref: fmt.Sprintf("%s/%s/%s", spec.ScaleTargetRef.Kind, obj.GetNamespace(), spec.ScaleTargetRef.Name),
 	}
+	r.readExtensions(s)
 	if err := r.checkSpec(ctx, s); err != nil {
 		return err
 	}
@@ -140,15 +149,21 @@ func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key strin
 		return err
 	}
 	r.recommend(ctx, s)
-	if s.d.MetricsFailed {
+	r.applyFallback(s)
+	if s.d.MetricsFailed && !s.fb.Active {
 		return r.metricsFailed(ctx, s)
 	}
-	// Some metrics failed but scaling proceeds on the others: report it.
+	// Some metrics failed but scaling proceeds on the others (or every
+	// metric failed and the fallback count applies): report it.
 	retErr = s.d.Err
+	if s.fb.Active {
+		r.recorder.Event(obj.Runtime(), corev1.EventTypeWarning, "FailedComputeMetricsReplicas", s.d.Err.Error())
+	}
 
 	desired := s.d.DesiredReplicas
 	var scaledAt *metav1.Time
-	if s.d.Rescale {
+	r.recordDryRun(s, desired, s.d.Reason)
+	if s.d.Rescale && !s.ext.DryRun {
 		if err := r.rescale(ctx, s); err != nil {
 			return err
 		}
@@ -157,6 +172,9 @@ func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key strin
 		if desired > s.current {
 			action = monitor.ActionScaleUp
 		}
+	} else if s.d.Rescale {
+		klog.FromContext(ctx).V(2).Info("Dry run: not scaling", "kind", r.source.Kind(), "autoscaler", klog.KObj(obj),
+			"scaleTarget", s.ref, "currentReplicas", s.current, "desiredReplicas", desired, "reason", s.d.Reason)
 	} else {
 		klog.FromContext(ctx).V(4).Info("Decided not to scale", "kind", r.source.Kind(), "autoscaler", klog.KObj(obj),
 			"scaleTarget", s.ref, "desiredReplicas", desired)
@@ -245,6 +263,7 @@ func (r *reconciler) recommend(ctx context.Context, s *step) {
 // status keeps the desired count, and a Warning event says why.
 func (r *reconciler) metricsFailed(ctx context.Context, s *step) error {
 	st := s.obj.HPAStatus()
+	r.recordDryRun(s, s.current, "")
 	status.Set(s.obj, s.current, st.DesiredReplicas, s.statuses(), nil)
 	if werr := r.writeStatus(ctx, s, s.explain(st.DesiredReplicas)); werr != nil {
 		utilruntime.HandleErrorWithContext(ctx, werr, "Writing the status failed", "autoscaler", klog.KObj(s.obj))
@@ -292,7 +311,11 @@ func (s *step) explain(desired int32) *v1alpha1.Decision {
 	if s.mr == nil {
 		return nil
 	}
-	return status.Explain(s.metrics, s.current, desired, &s.mr.combined, s.mr.outcomes, s.d)
+	why := status.Explain(s.metrics, s.current, desired, &s.mr.combined, s.mr.outcomes, s.d)
+	if s.fb.Active {
+		why.Adjustments = append(why.Adjustments, v1alpha1.Adjustment{Reason: "Fallback", From: s.current, To: desired, Message: s.fallback.FallbackReason()})
+	}
+	return why
 }
 
 // recommending reports whether a stored status says its reconcile
@@ -325,6 +348,7 @@ func (r *reconciler) failedGetScale(ctx context.Context, s *step, err error) {
 // when the history must be persisted (see source.HistoryAnnotation).
 func (r *reconciler) writeStatus(ctx context.Context, s *step, why *v1alpha1.Decision) error {
 	s.obj.SetTidalStatus(status.Tidal(s.obj, why))
+	s.obj.SetMetricFailures(s.failures)
 	var (
 		compacted behavior.History
 		persist   = history.PersistNone

@@ -35,6 +35,8 @@ type Monitor struct {
 	metricComputationDuration *prometheus.HistogramVec
 	autoscalers               prometheus.Gauge
 	desiredReplicas           *prometheus.GaugeVec
+	dryRunDesiredReplicas     *prometheus.GaugeVec
+	fallbackActive            *prometheus.GaugeVec
 	// queue is the work queue's metrics provider.
 	queue *queueMetrics
 }
@@ -71,13 +73,21 @@ func New(reg prometheus.Registerer) (*Monitor, error) {
 			Namespace: ns, Subsystem: sub, Name: "desired_replicas",
 			Help: "Desired replica count of each autoscaler.",
 		}, []string{"namespace", "hpa_name"}),
+		dryRunDesiredReplicas: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "dry_run_desired_replicas",
+			Help: "Replica count each autoscaler in dry run would have written to /scale (only autoscalers in dry run).",
+		}, []string{"namespace", "hpa_name"}),
+		fallbackActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "fallback_active",
+			Help: "1 while an autoscaler's fallback count applies (every metric failed in failureThreshold consecutive syncs), else 0 (only autoscalers with a fallback).",
+		}, []string{"namespace", "hpa_name"}),
 		queue: newQueueMetrics(),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range append([]prometheus.Collector{m.reconciliations, m.reconciliationDuration, m.metricComputations,
-		m.metricComputationDuration, m.autoscalers, m.desiredReplicas}, m.queue.collectors()...) {
+		m.metricComputationDuration, m.autoscalers, m.desiredReplicas, m.dryRunDesiredReplicas, m.fallbackActive}, m.queue.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -109,7 +119,33 @@ func (m *Monitor) ObserveDesiredReplicas(namespace, name string, n int32) {
 	m.desiredReplicas.WithLabelValues(namespace, name).Set(float64(n))
 }
 
+// ObserveDryRun records the count an autoscaler in dry run would have
+// written; n < 0 drops the series (the autoscaler is not in dry run).
+func (m *Monitor) ObserveDryRun(namespace, name string, n int32) {
+	if n < 0 {
+		m.dryRunDesiredReplicas.DeleteLabelValues(namespace, name)
+		return
+	}
+	m.dryRunDesiredReplicas.WithLabelValues(namespace, name).Set(float64(n))
+}
+
+// ObserveFallback records whether an autoscaler's fallback applies;
+// configured false drops the series (it has no fallback).
+func (m *Monitor) ObserveFallback(namespace, name string, configured, active bool) {
+	if !configured {
+		m.fallbackActive.DeleteLabelValues(namespace, name)
+		return
+	}
+	v := 0.0
+	if active {
+		v = 1
+	}
+	m.fallbackActive.WithLabelValues(namespace, name).Set(v)
+}
+
 // Forget drops the per-object series of a deleted autoscaler.
 func (m *Monitor) Forget(namespace, name string) {
 	m.desiredReplicas.DeleteLabelValues(namespace, name)
+	m.dryRunDesiredReplicas.DeleteLabelValues(namespace, name)
+	m.fallbackActive.DeleteLabelValues(namespace, name)
 }

@@ -60,6 +60,23 @@ func (o haObject) SetPersistedHistory(value string) {
 	o.Status.Tidal.History = value
 }
 
+func (o haObject) Extensions() Extensions { return crdExtensions(o.Tidal) }
+func (o haObject) MetricFailures() int32 {
+	if o.Status.Tidal == nil {
+		return 0
+	}
+	return o.Status.Tidal.MetricFailures
+}
+func (o haObject) SetMetricFailures(n int32) {
+	if o.Status.Tidal == nil {
+		if n == 0 {
+			return
+		}
+		o.Status.Tidal = &v1alpha1.TidalStatus{}
+	}
+	o.Status.Tidal.MetricFailures = n
+}
+
 // ObjectOfHA is the Object of ha, which it modifies in place.
 func ObjectOfHA(ha *v1alpha1.HorizontalAutoscaler) Object { return haObject{ha} }
 

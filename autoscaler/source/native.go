@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -31,8 +32,12 @@ func (o hpaObject) HPAStatus() *autoscalingv2.HorizontalPodAutoscalerStatus {
 	return &o.Status
 }
 func (o hpaObject) SetTidalStatus(*v1alpha1.TidalStatus) {}
+
+// StatusEqual compares the status and the annotation that holds tidal's
+// status (MetricFailuresAnnotation); the history annotation is written
+// when history.Store says so.
 func (o hpaObject) StatusEqual(other Object) bool {
-	return apiequality.Semantic.DeepEqual(o.HPAStatus(), other.HPAStatus())
+	return apiequality.Semantic.DeepEqual(o.HPAStatus(), other.HPAStatus()) && o.MetricFailures() == other.MetricFailures()
 }
 func (o hpaObject) DeepCopy() Object {
 	return hpaObject{o.HorizontalPodAutoscaler.DeepCopy()}
@@ -51,6 +56,19 @@ func (o hpaObject) SetPersistedHistory(value string) {
 		o.Annotations = map[string]string{}
 	}
 	o.Annotations[HistoryAnnotation] = value
+}
+
+func (o hpaObject) Extensions() Extensions { return annotationExtensions(o.Annotations) }
+func (o hpaObject) MetricFailures() int32  { return metricFailuresOfAnnotation(o.Annotations) }
+func (o hpaObject) SetMetricFailures(n int32) {
+	if n == 0 {
+		delete(o.Annotations, MetricFailuresAnnotation)
+		return
+	}
+	if o.Annotations == nil {
+		o.Annotations = map[string]string{}
+	}
+	o.Annotations[MetricFailuresAnnotation] = strconv.Itoa(int(n))
 }
 
 // ObjectOfHPA is the Object of hpa, which it modifies in place.

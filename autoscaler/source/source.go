@@ -132,6 +132,16 @@ type Object interface {
 	// SetPersistedHistory stores value with the next status write (see
 	// HistoryAnnotation).
 	SetPersistedHistory(value string)
+	// Extensions is what tidal adds to the spec (dry run, fallback):
+	// spec fields of a HorizontalAutoscaler, annotations of an HPA.
+	Extensions() Extensions
+	// MetricFailures is the persisted count of consecutive syncs in which
+	// every metric failed (status.tidal.metricFailures, or
+	// MetricFailuresAnnotation); 0 when none.
+	MetricFailures() int32
+	// SetMetricFailures stores n with the next status write (0 removes
+	// it); a change makes StatusEqual false, so that it is written.
+	SetMetricFailures(n int32)
 }
 
 // Source is the kind of object the controller reconciles. Its two

@@ -117,6 +117,12 @@ func TestCRD(t *testing.T) {
 		{name: "metric types", path: "metrics.[].type", key: "enum", want: []any{"Object", "Pods", "Resource", "ContainerResource", "External"}},
 		{name: "default metric is 80% cpu", path: "metrics", key: "default", want: []any{map[string]any{"type": "Resource",
 			"resource": map[string]any{"name": "cpu", "target": map[string]any{"type": "Utilization", "averageUtilization": float64(80)}}}}},
+		{name: "dryRun is a boolean", path: "dryRun", key: "type", want: "boolean"},
+		{name: "fallback threshold at least 1", path: "fallback.failureThreshold", key: "minimum", want: float64(1)},
+		{name: "fallback replicas not negative", path: "fallback.replicas", key: "minimum", want: float64(0)},
+		{name: "fallback behaviors", path: "fallback.behavior", key: "enum", want: []any{"static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower"}},
+		{name: "fallback behavior defaults to static", path: "fallback.behavior", key: "default", want: "static"},
+		{name: "fallback needs threshold and replicas", path: "fallback", key: "required", want: []any{"failureThreshold", "replicas"}},
 		{name: "default scale-up policies", path: "behavior.scaleUp.policies", key: "default", want: []any{
 			map[string]any{"type": "Pods", "value": float64(4), "periodSeconds": float64(15)},
 			map[string]any{"type": "Percent", "value": float64(100), "periodSeconds": float64(15)}}},
@@ -140,6 +146,7 @@ func TestCRD(t *testing.T) {
 		{"", "self.minReplicas <= self.maxReplicas"},
 		{"", "m.type == 'Object' || m.type == 'External'"},
 		{"metrics.[]", "(self.type == 'Resource') == has(self.resource)"},
+		{"", "self.fallback.replicas <= self.maxReplicas"},
 	} {
 		if got := rules(tt.path); !strings.Contains(got, tt.want) {
 			t.Errorf("spec.%s rules %q do not contain %q", tt.path, got, tt.want)

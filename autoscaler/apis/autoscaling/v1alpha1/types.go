@@ -30,11 +30,73 @@ type HorizontalAutoscaler struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",message="maxReplicas must be greater than or equal to minReplicas",fieldPath=".maxReplicas"
 	Spec autoscalingv2.HorizontalPodAutoscalerSpec `json:"spec"`
 
+	// Tidal holds the spec fields tidal adds to autoscaling/v2's (dry run,
+	// fallback). In JSON and YAML they are fields of spec itself
+	// (spec.dryRun, spec.fallback, beside spec.maxReplicas): MarshalJSON
+	// and UnmarshalJSON put them there. In Go they are kept apart so that
+	// Spec stays the autoscaling/v2 type that clients and tests build and
+	// compare. Their schema is added by hack/crd-schema.
+	//
+	// +optional
+	Tidal TidalSpec `json:"-"`
+
 	// Status is an autoscaling/v2 HorizontalPodAutoscaler status, plus
 	// tidal's explanation of its last decision.
 	//
 	// +optional
 	Status HorizontalAutoscalerStatus `json:"status,omitempty"`
+}
+
+// TidalSpec is what tidal adds to the autoscaling/v2 spec. Every field is
+// optional, and with none set the autoscaler decides exactly as
+// kube-controller-manager's HPA controller does.
+type TidalSpec struct {
+	// DryRun computes and records the full decision every sync (status,
+	// the DryRun condition, a DryRun event when the count would change, the
+	// tidal_autoscaler_dry_run_desired_replicas metric) but never writes
+	// the target's /scale.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+	// Fallback scales to a fixed count when every metric has failed for
+	// failureThreshold consecutive syncs; unset, a sync whose metrics all
+	// fail changes nothing, as upstream.
+	// +optional
+	Fallback *Fallback `json:"fallback,omitempty"`
+}
+
+// FallbackBehavior chooses the fallback count, as KEDA's
+// spec.fallback.behavior does.
+type FallbackBehavior string
+
+const (
+	// FallbackStatic scales to fallback.replicas.
+	FallbackStatic FallbackBehavior = "static"
+	// FallbackCurrentReplicas keeps the current replica count.
+	FallbackCurrentReplicas FallbackBehavior = "currentReplicas"
+	// FallbackCurrentReplicasIfHigher keeps the current count when it is
+	// higher than fallback.replicas, else scales to fallback.replicas.
+	FallbackCurrentReplicasIfHigher FallbackBehavior = "currentReplicasIfHigher"
+	// FallbackCurrentReplicasIfLower keeps the current count when it is
+	// lower than fallback.replicas, else scales to fallback.replicas.
+	FallbackCurrentReplicasIfLower FallbackBehavior = "currentReplicasIfLower"
+)
+
+// FallbackBehaviors are the valid behaviors, for validation.
+var FallbackBehaviors = []FallbackBehavior{FallbackStatic, FallbackCurrentReplicas, FallbackCurrentReplicasIfHigher, FallbackCurrentReplicasIfLower}
+
+// Fallback is spec.fallback.
+type Fallback struct {
+	// FailureThreshold is the number of consecutive syncs in which every
+	// metric failed after which the autoscaler falls back (at least 1).
+	FailureThreshold int32 `json:"failureThreshold"`
+	// Replicas is the fallback replica count (at least 0), kept within
+	// [minReplicas, maxReplicas].
+	Replicas int32 `json:"replicas"`
+	// Behavior is how the fallback count follows from replicas and the
+	// current count: static (the default), currentReplicas,
+	// currentReplicasIfHigher or currentReplicasIfLower.
+	// +optional
+	Behavior FallbackBehavior `json:"behavior,omitempty"`
 }
 
 // HorizontalAutoscalerStatus is the autoscaling/v2 status, inlined so its
@@ -72,6 +134,12 @@ type TidalStatus struct {
 	// leader or a restarted controller continues its windows. Do not edit.
 	// +optional
 	History string `json:"history,omitempty"`
+	// MetricFailures counts the consecutive syncs in which every metric
+	// failed, up to spec.fallback.failureThreshold; kept only while
+	// spec.fallback is set, so that a restarted controller or a new leader
+	// continues the count.
+	// +optional
+	MetricFailures int32 `json:"metricFailures,omitempty"`
 }
 
 // Decision is why the autoscaler chose its desired replica count.

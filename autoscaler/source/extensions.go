@@ -1,0 +1,119 @@
+package source
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+)
+
+// Annotations of native mode. A HorizontalAutoscaler has spec and status
+// fields for the same things (v1alpha1.TidalSpec, status.tidal); an
+// autoscaling/v2 HPA has no room for them, so tidal reads and writes these
+// annotations instead. All share HistoryAnnotation's prefix.
+const (
+	// DryRunAnnotation is spec.dryRun: "true" or "false".
+	DryRunAnnotation = "autoscaling.tidal.dev/dry-run"
+	// FallbackAnnotation is spec.fallback as JSON, e.g.
+	// {"failureThreshold":3,"replicas":5,"behavior":"static"}.
+	FallbackAnnotation = "autoscaling.tidal.dev/fallback"
+	// MetricFailuresAnnotation is status.tidal.metricFailures, written with
+	// the status (an HPA's status update keeps metadata changes).
+	MetricFailuresAnnotation = "autoscaling.tidal.dev/metric-failures"
+)
+
+// Extensions is what tidal adds to an autoscaler's spec, however it is
+// given. The zero value (nothing set) decides exactly as upstream.
+type Extensions struct {
+	// DryRun: decide and record, never write /scale.
+	DryRun bool
+	// Fallback is nil when unset or invalid.
+	Fallback *v1alpha1.Fallback
+	// DryRunProblem and FallbackProblem say what is wrong with a value
+	// that could not be used, naming where it is given and what to change
+	// ("" when fine). A dry run that cannot be read is taken as set (the
+	// cautious reading: no /scale writes); a fallback that cannot be used
+	// is ignored.
+	DryRunProblem, FallbackProblem string
+}
+
+// ValidateFallback checks f as the CRD's schema does (the value may come
+// from an annotation or from an object that bypassed the schema).
+func ValidateFallback(f v1alpha1.Fallback) error {
+	switch {
+	case f.FailureThreshold < 1:
+		return fmt.Errorf("failureThreshold must be at least 1, got %d", f.FailureThreshold)
+	case f.Replicas < 0:
+		return fmt.Errorf("replicas must not be negative, got %d", f.Replicas)
+	case f.Behavior != "" && !slices.Contains(v1alpha1.FallbackBehaviors, f.Behavior):
+		return fmt.Errorf("behavior must be one of %v, got %q", v1alpha1.FallbackBehaviors, f.Behavior)
+	}
+	return nil
+}
+
+// crdExtensions reads spec.dryRun and spec.fallback.
+func crdExtensions(t v1alpha1.TidalSpec) Extensions {
+	e := Extensions{DryRun: t.DryRun}
+	if t.Fallback != nil {
+		if err := ValidateFallback(*t.Fallback); err != nil {
+			e.FallbackProblem = fmt.Sprintf("spec.fallback is invalid and ignored: %v", err)
+		} else {
+			e.Fallback = t.Fallback.DeepCopy()
+		}
+	}
+	return e
+}
+
+// fallbackExample is a valid annotation value, for problem messages.
+const fallbackExample = `{"failureThreshold":3,"replicas":5,"behavior":"static"}`
+
+// annotationExtensions reads DryRunAnnotation and FallbackAnnotation.
+func annotationExtensions(annotations map[string]string) Extensions {
+	var e Extensions
+	if v, ok := annotations[DryRunAnnotation]; ok {
+		switch v {
+		case "true":
+			e.DryRun = true
+		case "false":
+		default:
+			e.DryRun = true
+			e.DryRunProblem = fmt.Sprintf("annotation %s is %s, neither \"true\" nor \"false\": taken as \"true\" (no /scale writes) until it is set to one of them",
+				DryRunAnnotation, strconv.Quote(v))
+		}
+	}
+	if v, ok := annotations[FallbackAnnotation]; ok {
+		var f v1alpha1.Fallback
+		dec := json.NewDecoder(bytes.NewReader([]byte(v)))
+		dec.DisallowUnknownFields()
+		err := dec.Decode(&f)
+		if err == nil && dec.More() {
+			err = fmt.Errorf("more than one JSON value")
+		}
+		if err == nil {
+			err = ValidateFallback(f)
+		}
+		if err != nil {
+			e.FallbackProblem = fmt.Sprintf("annotation %s is invalid and ignored (%v): set it to JSON like %s (behavior static, currentReplicas, currentReplicasIfHigher or currentReplicasIfLower)",
+				FallbackAnnotation, err, fallbackExample)
+		} else {
+			if f.Behavior == "" {
+				f.Behavior = v1alpha1.FallbackStatic
+			}
+			e.Fallback = &f
+		}
+	}
+	return e
+}
+
+// metricFailuresOfAnnotation reads MetricFailuresAnnotation; anything but
+// a non-negative integer counts as 0.
+func metricFailuresOfAnnotation(annotations map[string]string) int32 {
+	n, err := strconv.ParseInt(annotations[MetricFailuresAnnotation], 10, 32)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return int32(n)
+}
