@@ -169,22 +169,42 @@ func (s *settings) claim(part *string, source, what string) error {
 	return nil
 }
 
-// httpClientConfig merges --prometheus-http-config, --prometheus-auth-config
+// sourceNames name the inputs of an HTTP client configuration in errors:
+// the --prometheus-* flags, or a named backend's fields.
+type sourceNames struct {
+	httpConfig, token, ca, clientCert, header, all string
+}
+
+var flagNames = sourceNames{
+	httpConfig: "--prometheus-http-config",
+	token:      "--prometheus-token-file",
+	ca:         "--prometheus-ca-file",
+	clientCert: "--prometheus-client-tls-cert-file",
+	header:     "--prometheus-header",
+	all:        "prometheus client configuration (--prometheus-http-config, --prometheus-auth-config and --prometheus-* flags)",
+}
+
+// httpClientConfig is namedHTTPClientConfig with the flags' names.
+func (o *FlagOptions) httpClientConfig() (promconfig.HTTPClientConfig, error) {
+	return o.namedHTTPClientConfig(flagNames)
+}
+
+// namedHTTPClientConfig merges --prometheus-http-config, --prometheus-auth-config
 // (or --prometheus-auth-incluster) and the single-purpose flags. A setting
 // made in two places is an error rather than a silent override, so the
 // files and the flags never disagree unnoticed; only what
 // --prometheus-auth-incluster implies is replaced by --prometheus-token-file
-// and --prometheus-ca-file.
-func (o *FlagOptions) httpClientConfig() (promconfig.HTTPClientConfig, error) {
+// and --prometheus-ca-file. names say what errors call each input.
+func (o *FlagOptions) namedHTTPClientConfig(names sourceNames) (promconfig.HTTPClientConfig, error) {
 	cc := promconfig.DefaultHTTPClientConfig
 	set := settings{overridable: map[*string]bool{}}
 	if o.HTTPConfigFile != "" {
 		loaded, _, err := promconfig.LoadHTTPConfigFile(o.HTTPConfigFile)
 		if err != nil {
-			return cc, fmt.Errorf("--prometheus-http-config %q: %w", o.HTTPConfigFile, err)
+			return cc, fmt.Errorf("%s %q: %w", names.httpConfig, o.HTTPConfigFile, err)
 		}
 		cc = *loaded
-		file := fmt.Sprintf("--prometheus-http-config %q", o.HTTPConfigFile)
+		file := fmt.Sprintf("%s %q", names.httpConfig, o.HTTPConfigFile)
 		if hasCredentials(&cc) {
 			set.credentials = file
 		}
@@ -225,7 +245,7 @@ func (o *FlagOptions) httpClientConfig() (promconfig.HTTPClientConfig, error) {
 	}
 
 	if o.TokenFile != "" {
-		if err := set.claim(&set.credentials, "--prometheus-token-file", "the credentials"); err != nil {
+		if err := set.claim(&set.credentials, names.token, "the credentials"); err != nil {
 			return cc, err
 		}
 		cc.Authorization = &promconfig.Authorization{Type: "Bearer", CredentialsFile: o.TokenFile}
@@ -233,13 +253,13 @@ func (o *FlagOptions) httpClientConfig() (promconfig.HTTPClientConfig, error) {
 	}
 	tls := &cc.TLSConfig
 	if o.CAFile != "" {
-		if err := set.claim(&set.ca, "--prometheus-ca-file", "the CA"); err != nil {
+		if err := set.claim(&set.ca, names.ca, "the CA"); err != nil {
 			return cc, err
 		}
 		tls.CA, tls.CAFile, tls.CARef = "", o.CAFile, ""
 	}
 	if o.ClientCertFile != "" {
-		if err := set.claim(&set.clientCert, "--prometheus-client-tls-cert-file", "the client certificate"); err != nil {
+		if err := set.claim(&set.clientCert, names.clientCert, "the client certificate"); err != nil {
 			return cc, err
 		}
 		tls.CertFile, tls.KeyFile = o.ClientCertFile, o.ClientKeyFile
@@ -259,7 +279,7 @@ func (o *FlagOptions) httpClientConfig() (promconfig.HTTPClientConfig, error) {
 		for name, values := range headers {
 			for existing := range cc.HTTPHeaders.Headers {
 				if http.CanonicalHeaderKey(existing) == name {
-					return cc, fmt.Errorf("--prometheus-header %s conflicts with http_headers in --prometheus-http-config %q: set it in one place", name, o.HTTPConfigFile)
+					return cc, fmt.Errorf("%s %s conflicts with http_headers in %s %q: set it in one place", names.header, name, names.httpConfig, o.HTTPConfigFile)
 				}
 			}
 			cc.HTTPHeaders.Headers[name] = promconfig.Header{Values: values}
@@ -274,7 +294,7 @@ func (o *FlagOptions) httpClientConfig() (promconfig.HTTPClientConfig, error) {
 	}
 
 	if err := cc.Validate(); err != nil {
-		return cc, fmt.Errorf("prometheus client configuration (--prometheus-http-config, --prometheus-auth-config and --prometheus-* flags): %w", err)
+		return cc, fmt.Errorf("%s: %w", names.all, err)
 	}
 	return cc, nil
 }

@@ -330,3 +330,48 @@ func TestParseHostileYAML(t *testing.T) {
 		})
 	}
 }
+
+// A backend's own authentication decodes field by field, and a valid one
+// has no problem.
+func TestBackendAuthFields(t *testing.T) {
+	cfg, err := config.Parse("backends.yaml", []byte(`backends:
+- name: thanos
+  url: https://thanos-query.monitoring.svc:10902
+  tokenFile: /var/run/tidal/backends/thanos/token
+  caFile: /var/run/tidal/backends/thanos/ca.crt
+  clientCertFile: /var/run/tidal/backends/thanos/tls.crt
+  clientKeyFile: /var/run/tidal/backends/thanos/tls.key
+- name: grafana
+  url: https://prometheus.example/api/prom
+  httpConfig: /etc/tidal/backends/grafana.yaml
+- name: same-prometheus
+  url: http://prometheus-operated.monitoring.svc:9090
+  inheritAuth: true
+`))
+	if err != nil {
+		t.Fatalf("problems:\n%v", err)
+	}
+	b := cfg.Backends
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"tokenFile", b[0].TokenFile, "/var/run/tidal/backends/thanos/token"},
+		{"caFile", b[0].CAFile, "/var/run/tidal/backends/thanos/ca.crt"},
+		{"clientCertFile", b[0].ClientCertFile, "/var/run/tidal/backends/thanos/tls.crt"},
+		{"clientKeyFile", b[0].ClientKeyFile, "/var/run/tidal/backends/thanos/tls.key"},
+		{"own auth", b[0].HasOwnAuth(), true},
+		{"inheritAuth default", b[0].InheritAuth, false},
+		{"httpConfig", b[1].HTTPConfig, "/etc/tidal/backends/grafana.yaml"},
+		{"inheritAuth", b[2].InheritAuth, true},
+		{"no own auth", b[2].HasOwnAuth(), false},
+		{"position of inheritAuth", b[2].Pos.Of("inheritAuth"), config.Pos{Line: 13, Column: 16}},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			if c.got != c.want {
+				t.Errorf("got %v, want %v", c.got, c.want)
+			}
+		})
+	}
+}

@@ -489,6 +489,16 @@ func (d *decoder) backends(n *yaml.Node, path string) []Backend {
 					b.Pos["headers."+k] = posOf(keyNode)
 				})
 			}},
+			field{"tokenFile", func(v *yaml.Node) { b.TokenFile = d.str(v, p+".tokenFile") }},
+			field{"caFile", func(v *yaml.Node) { b.CAFile = d.str(v, p+".caFile") }},
+			field{"clientCertFile", func(v *yaml.Node) { b.ClientCertFile = d.str(v, p+".clientCertFile") }},
+			field{"clientKeyFile", func(v *yaml.Node) { b.ClientKeyFile = d.str(v, p+".clientKeyFile") }},
+			field{"httpConfig", func(v *yaml.Node) { b.HTTPConfig = d.str(v, p+".httpConfig") }},
+			field{"inheritAuth", func(v *yaml.Node) {
+				if x := d.boolean(v, p+".inheritAuth"); x != nil {
+					b.InheritAuth = *x
+				}
+			}},
 		)
 		out = append(out, b)
 	})

@@ -146,5 +146,36 @@ type Backend struct {
 	// `X-Scope-OrgID: team-a` for Mimir, Cortex or Thanos.
 	Headers map[string]string `json:"headers,omitempty" yaml:"headers,omitempty"`
 
+	// How the backend is authenticated and its certificate verified. The
+	// default backend's credentials, CA and headers (the --prometheus-*
+	// flags) are not sent to a named backend unless InheritAuth says so:
+	// a rule file may name any URL. Files are absolute paths, read by the
+	// adapter (the token file on every request, so rotation works).
+
+	// TokenFile holds a bearer token sent in the Authorization header.
+	TokenFile string `json:"tokenFile,omitempty" yaml:"tokenFile,omitempty"`
+	// CAFile is a PEM bundle verifying the backend's serving certificate;
+	// empty means the system's roots.
+	CAFile string `json:"caFile,omitempty" yaml:"caFile,omitempty"`
+	// ClientCertFile and ClientKeyFile are a client certificate for mutual
+	// TLS; set both or neither.
+	ClientCertFile string `json:"clientCertFile,omitempty" yaml:"clientCertFile,omitempty"`
+	ClientKeyFile  string `json:"clientKeyFile,omitempty" yaml:"clientKeyFile,omitempty"`
+	// HTTPConfig is a prometheus/common http_config file (basic_auth,
+	// authorization, oauth2, tls_config, proxy_url, http_headers), as
+	// --prometheus-http-config, for what the fields above cannot say. It
+	// must not set what they set.
+	HTTPConfig string `json:"httpConfig,omitempty" yaml:"httpConfig,omitempty"`
+	// InheritAuth sends the default backend's credentials, TLS settings
+	// and headers to this backend, as if it were the default one. Not
+	// together with the fields above.
+	InheritAuth bool `json:"inheritAuth,omitempty" yaml:"inheritAuth,omitempty"`
+
 	Pos Positions `json:"-" yaml:"-"`
+}
+
+// HasOwnAuth reports whether the backend says how to authenticate or
+// verify it itself.
+func (b Backend) HasOwnAuth() bool {
+	return b.TokenFile != "" || b.CAFile != "" || b.ClientCertFile != "" || b.ClientKeyFile != "" || b.HTTPConfig != ""
 }

@@ -92,9 +92,68 @@ func (v *validator) backends(bs []Backend) []string {
 			if strings.ContainsAny(b.Headers[k], "\r\n\x00") {
 				v.add(b.Pos.Of("headers."+k), "%s.headers.%s holds a line break or NUL; header values must be one line", path, k)
 			}
+			if strings.EqualFold(k, "Authorization") && (b.InheritAuth || b.TokenFile != "" || b.HTTPConfig != "") {
+				v.add(b.Pos.Of("headers."+k), "%s.headers.%s and the backend's tokenFile, httpConfig or inheritAuth both set the credentials; set them in one place", path, k)
+			}
 		}
+		v.backendAuth(b, path)
 	}
 	return names
+}
+
+// backendAuth checks how a backend is authenticated. The files are not
+// read here (the adapter reads them when it builds the backend), but they
+// must be absolute: a relative path would depend on the adapter's working
+// directory.
+func (v *validator) backendAuth(b Backend, path string) {
+	files := []struct{ field, value string }{
+		{"tokenFile", b.TokenFile},
+		{"caFile", b.CAFile},
+		{"clientCertFile", b.ClientCertFile},
+		{"clientKeyFile", b.ClientKeyFile},
+		{"httpConfig", b.HTTPConfig},
+	}
+	var own []string
+	for _, f := range files {
+		if f.value == "" {
+			continue
+		}
+		own = append(own, f.field)
+		if !strings.HasPrefix(f.value, "/") {
+			v.add(b.Pos.Of(f.field), "%s.%s %q is not an absolute path; mount the file into the adapter and give its absolute path, e.g. /var/run/tidal/backends/%s/%s", path, f.field, f.value, backendDir(b.Name), exampleFile(f.field))
+		}
+	}
+	if (b.ClientCertFile == "") != (b.ClientKeyFile == "") {
+		field := "clientCertFile"
+		if b.ClientCertFile == "" {
+			field = "clientKeyFile"
+		}
+		v.add(b.Pos.Of(field), "%s: clientCertFile and clientKeyFile must be set together", path)
+	}
+	if b.InheritAuth && len(own) > 0 {
+		v.add(b.Pos.Of("inheritAuth"), "%s.inheritAuth sends the default backend's credentials and TLS settings, and %s say the backend's own; use one or the other", path, strings.Join(own, ", "))
+	}
+}
+
+func backendDir(name string) string {
+	if name == "" || strings.ContainsAny(name, "/ ") {
+		return "NAME"
+	}
+	return name
+}
+
+func exampleFile(field string) string {
+	switch field {
+	case "tokenFile":
+		return "token"
+	case "caFile":
+		return "ca.crt"
+	case "clientCertFile":
+		return "tls.crt"
+	case "clientKeyFile":
+		return "tls.key"
+	}
+	return "http-config.yaml"
 }
 
 func isHeaderName(s string) bool {

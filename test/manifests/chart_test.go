@@ -350,6 +350,10 @@ func TestChartSchemaRejects(t *testing.T) {
 		{[]string{"apiServices.custom=false", "apiServices.external=false"}, "apiServices: enable at least one of custom, external and resource"},
 		{[]string{"prometheus.basicAuth.existingSecret=a", "prometheus.bearerToken.existingSecret=b"}, "prometheus: set either basicAuth.existingSecret or bearerToken.existingSecret, not both"},
 		{[]string{"prometheus.ca.existingSecret=a", "prometheus.ca.existingConfigMap=b"}, "prometheus.ca: set either existingSecret or existingConfigMap, not both"},
+		{[]string{"rules.existingConfigMap=mine", "rules.backends[0].name=b", "rules.backends[0].url=http://b:9090"}, "rules.backends have no effect with rules.existing or rules.existingConfigMap"},
+		{[]string{"rules.backends[0].name=b", "rules.backends[0].url=http://b:9090", "rules.backends[0].tokenFile=token"}, "at '/rules/backends/0/tokenFile': 'token' does not match pattern '^/'"},
+		{[]string{"rules.backends[0].name=b", "rules.backends[0].url=b:9090"}, "at '/rules/backends/0/url': 'b:9090' does not match pattern"},
+		{[]string{"rules.backends[0].name=b", "rules.backends[0].url=http://b:9090", "rules.backends[0].inheritauth=true"}, "at '/rules/backends/0': additional properties 'inheritauth' not allowed"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.set, ","), func(t *testing.T) {

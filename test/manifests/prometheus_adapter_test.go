@@ -121,12 +121,11 @@ func TestChartPrometheusAdapterValueMeanings(t *testing.T) {
 		if got := arg(c, "--prometheus-url="); got != "--prometheus-url=https://thanos-query.tidal-system.svc:10902/api/prom" {
 			t.Errorf("got %q", got)
 		}
-		// The NetworkPolicy's port is Prometheus' pod port, which a Service
-		// port (prometheus.port) need not be: it stays networkPolicy's.
-		np := find(t, objs, "NetworkPolicy", namespace, "tidal-adapter")
-		egress, _, _ := unstructured.NestedSlice(np.Object, "spec", "egress")
-		if ports := egress[len(egress)-1].(map[string]any)["ports"].([]any); ports[0].(map[string]any)["port"] != int64(9090) {
-			t.Errorf("egress to Prometheus %v, want networkPolicy.prometheus.port 9090", ports)
+		// The NetworkPolicy sees Prometheus' pod port, which a Service port
+		// (prometheus.port) need not be: networkPolicy.prometheus.port stays,
+		// and the URL's port is allowed too.
+		if got := egressPorts(t, objs); got[len(got)-1] != "9090,10902" {
+			t.Errorf("egress to Prometheus %q, want networkPolicy.prometheus.port 9090 and the URL's 10902", got)
 		}
 	})
 

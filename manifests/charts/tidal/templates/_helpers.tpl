@@ -109,6 +109,18 @@ tolerations, affinity, podAnnotations) win when not empty.
 {{- tpl .Values.prometheus.url . }}{{ with .Values.prometheus.port }}:{{ . }}{{ end }}{{ .Values.prometheus.path | default "" }}
 {{- end -}}
 
+{{/* The TCP port a URL reaches: its own, else 443 for https and 80 for http. */}}
+{{- define "tidal.urlPort" -}}
+{{- $authority := regexReplaceAll "^.*@" (regexReplaceAll "^[a-zA-Z][a-zA-Z0-9+.-]*://([^/?#]*).*$" . "${1}") "" -}}
+{{- $port := regexFind ":[0-9]+$" $authority | trimPrefix ":" -}}
+{{- if $port }}{{ $port }}{{ else if hasPrefix "https:" (lower .) }}443{{ else }}80{{ end -}}
+{{- end -}}
+
+{{/* rules.backends, templated (as rules.custom), as a YAML list. */}}
+{{- define "tidal.backends" -}}
+{{- if .Values.rules.backends }}{{ tpl (toYaml .Values.rules.backends) . }}{{ else }}[]{{ end -}}
+{{- end -}}
+
 {{/* The TLS mode in effect: tls.enable (prometheus-adapter) is "provided", certManager.enabled is "certManager". */}}
 {{- define "tidal.tlsMode" -}}
 {{- if .Values.tls.enable -}}

@@ -20,8 +20,8 @@
 {{- if and .Values.rules.existing .Values.rules.existingConfigMap (ne .Values.rules.existing .Values.rules.existingConfigMap) -}}
 {{- fail "rules: rules.existing (prometheus-adapter's name) and rules.existingConfigMap name different ConfigMaps: set one" -}}
 {{- end -}}
-{{- if and (include "tidal.existingRules" .) (or .Values.rules.custom .Values.rules.external .Values.rules.resource) -}}
-{{- fail "rules: rules.custom, rules.external and rules.resource have no effect with rules.existing or rules.existingConfigMap: put them in that ConfigMap" -}}
+{{- if and (include "tidal.existingRules" .) (or .Values.rules.custom .Values.rules.external .Values.rules.resource .Values.rules.backends) -}}
+{{- fail "rules: rules.custom, rules.external, rules.resource and rules.backends have no effect with rules.existing or rules.existingConfigMap: put them in that ConfigMap (and allow its backends' ports with networkPolicy.extraEgress)" -}}
 {{- end -}}
 {{- /* prometheus-adapter chart values: TLS. */ -}}
 {{- $cmEnabled := and .Values.certManager .Values.certManager.enabled -}}
