@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -36,9 +38,12 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
+	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
@@ -64,6 +69,26 @@ type world struct {
 	history string
 	// handover is Options.Handover (leader election's); nil: none.
 	handover Handover
+	// tidal is what tidal adds to the spec: spec fields of a
+	// HorizontalAutoscaler, annotations of an HPA (tidalAnnotations).
+	tidal v1alpha1.TidalSpec
+	// metricFailures is the persisted count of all-failed syncs the
+	// autoscalers start with.
+	metricFailures int32
+}
+
+// tidalAnnotations are native mode's annotations for t.
+func tidalAnnotations(t *testing.T, ts v1alpha1.TidalSpec) map[string]string {
+	a := map[string]string{}
+	if ts.DryRun {
+		a[source.DryRunAnnotation] = "true"
+	}
+	if ts.Fallback != nil {
+		raw, err := json.Marshal(ts.Fallback)
+		must(t, err)
+		a[source.FallbackAnnotation] = string(raw)
+	}
+	return a
 }
 
 // staticHandover says the previous leader was last alive at a fixed time.
@@ -84,6 +109,8 @@ type fixture struct {
 	// scaleUpdates are the replica counts written to /scale.
 	scaleUpdates []int32
 	scaleGets    int
+	// reg holds the controller's self-metrics.
+	reg *prometheus.Registry
 }
 
 func newFixture(t *testing.T, mode source.Mode, w world, hpas ...*autoscalingv2.HorizontalPodAutoscaler) *fixture {
@@ -94,12 +121,21 @@ func newFixture(t *testing.T, mode source.Mode, w world, hpas ...*autoscalingv2.
 	for _, p := range w.pods {
 		kubeObjs = append(kubeObjs, p)
 	}
-	if w.history != "" {
+	if w.history != "" || w.metricFailures != 0 || !reflect.DeepEqual(w.tidal, v1alpha1.TidalSpec{}) {
 		seeded := make([]*autoscalingv2.HorizontalPodAutoscaler, 0, len(hpas))
 		for _, h := range hpas {
 			h = h.DeepCopy()
 			if mode == source.ModeNative {
-				source.ObjectOfHPA(h).SetPersistedHistory(w.history)
+				if w.history != "" {
+					source.ObjectOfHPA(h).SetPersistedHistory(w.history)
+				}
+				source.ObjectOfHPA(h).SetMetricFailures(w.metricFailures)
+				for k, v := range tidalAnnotations(t, w.tidal) {
+					if h.Annotations == nil {
+						h.Annotations = map[string]string{}
+					}
+					h.Annotations[k] = v
+				}
 			}
 			seeded = append(seeded, h)
 		}
@@ -127,7 +163,9 @@ func newFixture(t *testing.T, mode source.Mode, w world, hpas ...*autoscalingv2.
 		must(t, v1alpha1.AddToScheme(scheme))
 		var objs []runtime.Object
 		for _, h := range hpas {
-			objs = append(objs, toUnstructured(t, h, w.history))
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(w.toHA(h))
+			must(t, err)
+			objs = append(objs, &unstructured.Unstructured{Object: m})
 		}
 		f.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
 			map[schema.GroupVersionResource]string{v1alpha1.GroupVersionResource: "HorizontalAutoscalerList"}, objs...)
@@ -136,7 +174,7 @@ func newFixture(t *testing.T, mode source.Mode, w world, hpas ...*autoscalingv2.
 			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 		f.source = source.CRDSourceWith(inf, dynamicStatusWriter{f.dyn})
 		for _, h := range hpas {
-			must(t, f.source.Informer().GetIndexer().Add(toHA(h, w.history)))
+			must(t, f.source.Informer().GetIndexer().Add(w.toHA(h)))
 		}
 	}
 
@@ -156,12 +194,14 @@ func newFixture(t *testing.T, mode source.Mode, w world, hpas ...*autoscalingv2.
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{appsv1.SchemeGroupVersion})
 	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
 
-	var err error
+	f.reg = prometheus.NewRegistry()
+	mon, err := monitor.New(f.reg)
+	must(t, err)
 	f.ctrl, err = New(context.Background(), Options{
 		Source: f.source, Pods: factory.Core().V1().Pods(), Scales: f.scales, Mapper: mapper,
 		Metrics:  metrics.NewRESTClient(resourceMetricsFake(w).MetricsV1beta1(), customMetricsFake(w), externalMetricsFake(w)),
 		Recorder: f.recorder, Decision: decision.DefaultConfig(), SyncPeriod: 15 * time.Second,
-		Clock: testingclock.NewFakePassiveClock(now), Handover: w.handover,
+		Clock: testingclock.NewFakePassiveClock(now), Handover: w.handover, Monitor: mon,
 	})
 	must(t, err)
 	f.ctrl.takeOver(klog.Background())
@@ -211,12 +251,12 @@ func toHA(h *autoscalingv2.HorizontalPodAutoscaler, history string) *v1alpha1.Ho
 	return ha
 }
 
-// toUnstructured is toHA as the dynamic client stores it.
-func toUnstructured(t *testing.T, h *autoscalingv2.HorizontalPodAutoscaler, history string) *unstructured.Unstructured {
-	t.Helper()
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(toHA(h, history))
-	must(t, err)
-	return &unstructured.Unstructured{Object: m}
+// toHA is toHA(h, w.history) with w's tidal spec and failure count.
+func (w world) toHA(h *autoscalingv2.HorizontalPodAutoscaler) *v1alpha1.HorizontalAutoscaler {
+	ha := toHA(h, w.history)
+	ha.Tidal = *w.tidal.DeepCopy()
+	source.ObjectOfHA(ha).SetMetricFailures(w.metricFailures)
+	return ha
 }
 
 func resourceMetricsFake(w world) *metricsfake.Clientset {
