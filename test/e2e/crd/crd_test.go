@@ -117,6 +117,32 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// TestTidalSpecFields: spec.dryRun and spec.fallback are kept (not
+// pruned), fallback.behavior defaults to static, and the typed object reads
+// them into Tidal.
+func TestTidalSpecFields(t *testing.T) {
+	c := client(t)
+	obj := object(t, `{"metadata":{"name":"tidal-spec"},"spec":{
+		"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},
+		"maxReplicas":5,"dryRun":true,"fallback":{"failureThreshold":2,"replicas":3}}}`)
+	got, err := c.Create(context.Background(), obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(got.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ha v1alpha1.HorizontalAutoscaler
+	if err := json.Unmarshal(data, &ha); err != nil {
+		t.Fatal(err)
+	}
+	want := v1alpha1.TidalSpec{DryRun: true, Fallback: &v1alpha1.Fallback{FailureThreshold: 2, Replicas: 3, Behavior: v1alpha1.FallbackStatic}}
+	if ha.Tidal.DryRun != want.DryRun || ha.Tidal.Fallback == nil || *ha.Tidal.Fallback != *want.Fallback {
+		t.Errorf("spec read as %+v (fallback %+v), want %+v (fallback %+v); stored %s", ha.Tidal, ha.Tidal.Fallback, want, want.Fallback, data)
+	}
+}
+
 // TestValidation checks that the CEL rules reject what the apiserver
 // rejects for an HPA, with clear messages.
 func TestValidation(t *testing.T) {
@@ -209,6 +235,53 @@ func TestValidation(t *testing.T) {
 			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":2,
 				"metrics":[{"type":"External","external":{"metric":{"name":"queue/depth"},"target":{"type":"AverageValue","averageValue":"5"}}}]}`,
 			want: []string{"spec.metrics[0].external.metric.name", "should match"},
+		},
+		// Tidal's own spec fields (v1alpha1.TidalSpec).
+		{
+			name: "dry run and a fallback",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"minReplicas":2,"maxReplicas":10,
+				"dryRun":true,"fallback":{"failureThreshold":3,"replicas":10,"behavior":"currentReplicasIfHigher"}}`,
+		},
+		{
+			name: "dryRun not a boolean",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":2,"dryRun":"yes"}`,
+			want: []string{"spec.dryRun", "boolean"},
+		},
+		{
+			name: "fallback replicas negative",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"minReplicas":0,"maxReplicas":2,
+				"metrics":[{"type":"External","external":{"metric":{"name":"q"},"target":{"type":"Value","value":"1"}}}],
+				"fallback":{"failureThreshold":3,"replicas":-1}}`,
+			want: []string{"spec.fallback.replicas", "greater than or equal to 0"},
+		},
+		{
+			name: "fallback failureThreshold below 1",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":2,"fallback":{"failureThreshold":0,"replicas":1}}`,
+			want: []string{"spec.fallback.failureThreshold", "greater than or equal to 1"},
+		},
+		{
+			name: "fallback unknown behavior",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":2,"fallback":{"failureThreshold":1,"replicas":1,"behavior":"max"}}`,
+			want: []string{"spec.fallback.behavior", "Unsupported value", "currentReplicasIfLower"},
+		},
+		{
+			name: "fallback without replicas",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":2,"fallback":{"failureThreshold":1}}`,
+			want: []string{"spec.fallback.replicas", "Required value"},
+		},
+		{
+			name: "fallback replicas above maxReplicas",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":4,"fallback":{"failureThreshold":1,"replicas":5}}`,
+			want: []string{"spec.fallback.replicas", "fallback.replicas must be within [minReplicas, maxReplicas]"},
+		},
+		{
+			name: "fallback replicas below minReplicas",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"minReplicas":3,"maxReplicas":4,"fallback":{"failureThreshold":1,"replicas":2}}`,
+			want: []string{"spec.fallback.replicas", "fallback.replicas must be within [minReplicas, maxReplicas]"},
+		},
+		{
+			name: "fallback currentReplicas does not use replicas",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":4,"fallback":{"failureThreshold":1,"replicas":50,"behavior":"currentReplicas"}}`,
 		},
 	}
 	for i, tt := range tests {
