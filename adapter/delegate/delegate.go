@@ -98,16 +98,24 @@ func New(o Options) (*Delegate, error) {
 }
 
 // Run refreshes the delegate's metric list every Options.Refresh until ctx
-// ends. own lists Tidal's external metrics, to report collisions.
+// ends. own lists Tidal's external metrics: collisions with them are
+// looked for every second, since Tidal's list changes with its discovery.
 func (d *Delegate) Run(ctx context.Context, own func() []string) {
-	t := time.NewTicker(d.o.Refresh)
-	defer t.Stop()
+	refresh := time.NewTicker(d.o.Refresh)
+	defer refresh.Stop()
+	check := time.NewTicker(time.Second)
+	defer check.Stop()
+	d.Refresh(own())
 	for {
-		d.Refresh(own())
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-refresh.C:
+			d.Refresh(own())
+		case <-check.C:
+			d.mu.Lock()
+			d.report(own())
+			d.mu.Unlock()
 		}
 	}
 }
@@ -130,13 +138,27 @@ func (d *Delegate) Refresh(own []string) {
 	}
 	d.listErr = nil
 	d.resources = l.APIResources
-	collisions := Collisions(own, names(l.APIResources))
+	klog.V(4).InfoS("Listed the delegate's external metrics", "delegate", d.o.URL, "metrics", names(l.APIResources))
+	d.report(own)
+}
+
+// report logs each collision when first seen. d.mu is held.
+func (d *Delegate) report(own []string) {
+	collisions := Collisions(own, names(d.resources))
 	for _, c := range collisions {
 		if !slices.Contains(d.collisions, c) {
 			klog.InfoS("An external metric is served by a Tidal rule and by the delegate; Tidal's rule answers", "metric", c, "delegate", d.o.URL)
 		}
 	}
 	d.collisions = collisions
+}
+
+// Collisions are the metrics both Tidal's rules and the delegate serve, as
+// last seen.
+func (d *Delegate) Collisions() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.collisions)
 }
 
 func names(rs []metav1.APIResource) []string {

@@ -4,8 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -34,7 +39,79 @@ func (h *Harness) StartPrometheusAdapter(ctx context.Context, o PeerOptions) (*A
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("%s is missing from the tools folder %s: run `make tools`, which builds it from test/bench/peer", PrometheusAdapterBinary, h.tools)
 	}
-	a := &Adapter{Namespace: "tidal-system", ServiceAccount: "prometheus-adapter"}
+	return h.startAggregated(ctx, "prometheus-adapter", bin, o.APIServices, func(kubeconfig string) []string {
+		return append([]string{
+			"--lister-kubeconfig=" + kubeconfig,
+			"--prometheus-url=" + h.PrometheusURL, "--config=" + o.RuleFile,
+		}, o.Args...)
+	})
+}
+
+// TestAdapter is custom-metrics-apiserver's test-adapter (test/cmd/testadapter)
+// running under the harness.
+type TestAdapter struct {
+	*Adapter
+	// WriteURL is http://127.0.0.1:PORT, where values are written (see
+	// WriteExternal).
+	WriteURL string
+}
+
+// StartTestAdapter builds and runs custom-metrics-apiserver's test-adapter
+// as the tidal-system/test-adapter service account, serving as the Service
+// of that name, and registers the APIServices.
+func (h *Harness) StartTestAdapter(ctx context.Context, apis [][2]string) (*TestAdapter, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(h.Dir, "testadapter")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./test/cmd/testadapter")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build ./test/cmd/testadapter: %w\n%s", err, out)
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	t := &TestAdapter{WriteURL: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	t.Adapter, err = h.startAggregated(ctx, "test-adapter", bin, apis, func(kubeconfig string) []string {
+		return []string{"--lister-kubeconfig=" + kubeconfig, "--write-address=" + hostPort(port)}
+	})
+	return t, err
+}
+
+// WriteExternal sets the test-adapter's external metric METRIC{labels} to
+// value, in every namespace.
+func (t *TestAdapter) WriteExternal(ctx context.Context, metric string, labels map[string]string, value string) error {
+	var sel []string
+	for k, v := range labels {
+		sel = append(sel, k+"="+v)
+	}
+	u := t.WriteURL + "/write-external/" + url.PathEscape(metric) + "?labels=" + url.QueryEscape(strings.Join(sel, ","))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(value))
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		body, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("POST %s: %d %s", u, resp.StatusCode, body)
+	}
+	return nil
+}
+
+// startAggregated runs an aggregated API server built on k8s.io/apiserver
+// on loopback as the tidal-system/NAME service account (bound like Tidal's
+// adapter), serving as the Service NAME, with the serving, authentication
+// and authorization flags those servers share and args(kubeconfig); it
+// waits for /healthz and registers the APIServices.
+func (h *Harness) startAggregated(ctx context.Context, name, bin string, apis [][2]string, args func(kubeconfig string) []string) (*Adapter, error) {
+	a := &Adapter{Namespace: "tidal-system", ServiceAccount: name}
 	if err := h.bindAdapterIdentity(ctx, a.Namespace, a.ServiceAccount); err != nil {
 		return nil, err
 	}
@@ -46,29 +123,28 @@ func (h *Harness) StartPrometheusAdapter(ctx context.Context, o PeerOptions) (*A
 	if err != nil {
 		return nil, err
 	}
-	certFile, keyFile, err := serving.WriteFiles(h.Dir, "prometheus-adapter-serving")
+	certFile, keyFile, err := serving.WriteFiles(h.Dir, name+"-serving")
 	if err != nil {
 		return nil, err
 	}
 	if a.Port, err = FreePort(); err != nil {
 		return nil, err
 	}
-	args := append([]string{
+	all := append([]string{
 		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", a.Port),
 		"--tls-cert-file=" + certFile, "--tls-private-key-file=" + keyFile,
-		"--lister-kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
-		"--prometheus-url=" + h.PrometheusURL + "/", "--config=" + o.RuleFile,
-	}, o.Args...)
-	if a.Process, err = h.run("prometheus-adapter", bin, args, a.Port); err != nil {
+		"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+	}, args(kubeconfig)...)
+	if a.Process, err = h.run(name, bin, all, a.Port); err != nil {
 		return nil, err
 	}
 	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: h.CertPool()}}}
-	if err := waitFor(ctx, a.Process, "prometheus-adapter /healthz", 90*time.Second, func(ctx context.Context) error {
+	if err := waitFor(ctx, a.Process, name+" /healthz", 90*time.Second, func(ctx context.Context) error {
 		return httpOK(ctx, probe, a.URL("/healthz"))
 	}); err != nil {
 		return a, err
 	}
-	return a, h.registerAll(ctx, a, o.APIServices)
+	return a, h.registerAll(ctx, a, apis)
 }
 
 // Server is the adapter as the aggregator reaches it.
