@@ -68,7 +68,9 @@ func workloads() []workload {
 	val := func(v string) autoscalingv2.MetricTarget {
 		return autoscalingv2.MetricTarget{Type: autoscalingv2.ValueMetricType, Value: ptr.To(resource.MustParse(v))}
 	}
-	sel := func(k, v string) *metav1.LabelSelector { return &metav1.LabelSelector{MatchLabels: map[string]string{k: v}} }
+	sel := func(k, v string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}
+	}
 	return []workload{
 		{
 			name: "web-pods",
