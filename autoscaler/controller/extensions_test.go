@@ -447,8 +447,8 @@ var upstreamConditions = map[autoscalingv2.HorizontalPodAutoscalerConditionType]
 // is set but not triggered changes no decision either.
 func TestWithoutExtensionsNothingChanges(t *testing.T) {
 	scenarios := []struct {
-		name      string
-		build     func() (*autoscalingv2.HorizontalPodAutoscaler, world)
+		name  string
+		build func() (*autoscalingv2.HorizontalPodAutoscaler, world)
 		// wantFirst is the first scale write; 0 for none in all syncs.
 		wantFirst int32
 	}{
