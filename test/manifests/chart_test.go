@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -258,6 +259,39 @@ func TestChartOptions(t *testing.T) {
 			t.Errorf("tolerance 0.25 renders %q", got)
 		}
 	})
+	t.Run("delegate.externalMetrics", func(t *testing.T) {
+		const url = "https://keda-operator-metrics-apiserver.keda.svc:443"
+		const ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"
+		objs := helmTemplate(t, "--set", "delegate.externalMetrics="+url, "--set", "delegate.caBundle="+ca)
+		d := typed[appsv1.Deployment](t, find(t, objs, "Deployment", namespace, "tidal-adapter"))
+		args := d.Spec.Template.Spec.Containers[0].Args
+		for _, want := range []string{"--delegate-external-metrics=" + url, "--delegate-ca-file=/etc/tidal/delegate/ca.crt"} {
+			if !slices.Contains(args, want) {
+				t.Errorf("adapter args lack %s: %v", want, args)
+			}
+		}
+		cm := typed[corev1.ConfigMap](t, find(t, objs, "ConfigMap", namespace, "tidal-adapter-delegate"))
+		if cm.Data["url"] != url || strings.TrimSpace(cm.Data["ca.crt"]) != ca {
+			t.Errorf("delegate ConfigMap %v", cm.Data)
+		}
+		if !strings.Contains(strings.Join(keysOfVolumes(t, objs), " "), "configMap:tidal-adapter-delegate") {
+			t.Errorf("adapter does not mount the delegate's CA: %v", keysOfVolumes(t, objs))
+		}
+		role := typed[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "", "tidal-adapter-delegate-reader"))
+		if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].APIGroups, []string{"external.metrics.k8s.io"}) || !slices.Equal(role.Rules[0].Verbs, []string{"get"}) {
+			t.Errorf("delegate reader rules %+v, want get on external.metrics.k8s.io only", role.Rules)
+		}
+		binding := typed[rbacv1.ClusterRoleBinding](t, find(t, objs, "ClusterRoleBinding", "", "tidal-adapter-delegate-reader"))
+		if len(binding.Subjects) != 1 || binding.Subjects[0].Name != "tidal-adapter" || binding.Subjects[0].Namespace != namespace {
+			t.Errorf("delegate reader bound to %+v, want the adapter's service account", binding.Subjects)
+		}
+		// Off by default: nothing of it.
+		for _, o := range helmTemplate(t) {
+			if strings.Contains(o.GetName(), "delegate") {
+				t.Errorf("default values render %s %s", o.GetKind(), o.GetName())
+			}
+		}
+	})
 	t.Run("rules.default off", func(t *testing.T) {
 		values := filepath.Join(t.TempDir(), "values.yaml")
 		if err := os.WriteFile(values, []byte(`rules:
@@ -354,6 +388,8 @@ func TestChartSchemaRejects(t *testing.T) {
 		{[]string{"rules.backends[0].name=b", "rules.backends[0].url=http://b:9090", "rules.backends[0].tokenFile=token"}, "at '/rules/backends/0/tokenFile': 'token' does not match pattern '^/'"},
 		{[]string{"rules.backends[0].name=b", "rules.backends[0].url=b:9090"}, "at '/rules/backends/0/url': 'b:9090' does not match pattern"},
 		{[]string{"rules.backends[0].name=b", "rules.backends[0].url=http://b:9090", "rules.backends[0].inheritauth=true"}, "at '/rules/backends/0': additional properties 'inheritauth' not allowed"},
+		{[]string{"delegate.externalMetrics=http://keda.svc:80"}, "at '/delegate/externalMetrics': 'http://keda.svc:80' does not match pattern"},
+		{[]string{"delegate.externalMetrics=auto"}, "delegate.externalMetrics=auto found no other server owning the APIService v1beta1.external.metrics.k8s.io"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.set, ","), func(t *testing.T) {

@@ -172,3 +172,36 @@ external.
 {{- not (empty $r.resource) -}}
 {{- end -}}
 {{- end -}}
+
+{{- /*
+The delegate of external.metrics.k8s.io, as JSON {"url", "ca"} ({} when
+off): delegate.externalMetrics as given, or with "auto" the one an earlier
+release kept in the <adapter>-delegate ConfigMap, else the Service and CA of
+the APIService v1beta1.external.metrics.k8s.io when a Service other than
+Tidal's owns it.
+*/ -}}
+{{- define "tidal.delegate" -}}
+{{- $d := .Values.delegate | default dict -}}
+{{- $v := $d.externalMetrics | default "" -}}
+{{- $adapter := include "tidal.adapter" . -}}
+{{- $out := dict -}}
+{{- if eq $v "auto" -}}
+{{- $kept := lookup "v1" "ConfigMap" .Release.Namespace (printf "%s-delegate" $adapter) -}}
+{{- if and $kept $kept.data (get $kept.data "url") -}}
+{{- $out = dict "url" (get $kept.data "url") "ca" (get $kept.data "ca.crt" | default "") -}}
+{{- else -}}
+{{- $as := lookup "apiregistration.k8s.io/v1" "APIService" "" "v1beta1.external.metrics.k8s.io" -}}
+{{- $svc := dict -}}
+{{- if and $as $as.spec $as.spec.service -}}{{- $svc = $as.spec.service -}}{{- end -}}
+{{- if and $svc.name (not (and (eq $svc.name $adapter) (eq $svc.namespace .Release.Namespace))) -}}
+{{- $out = dict "url" (printf "https://%s.%s.svc:%v" $svc.name $svc.namespace ($svc.port | default 443)) "ca" (($as.spec.caBundle | default "") | b64dec) -}}
+{{- end -}}
+{{- end -}}
+{{- if not $out.url -}}
+{{- fail "delegate.externalMetrics=auto found no other server owning the APIService v1beta1.external.metrics.k8s.io (and none kept by an earlier release; helm template cannot look it up): set delegate.externalMetrics to the delegate's https URL, or leave it empty" -}}
+{{- end -}}
+{{- else if $v -}}
+{{- $out = dict "url" $v "ca" ($d.caBundle | default "") -}}
+{{- end -}}
+{{- $out | toJson -}}
+{{- end -}}

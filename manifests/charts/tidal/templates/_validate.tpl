@@ -69,4 +69,25 @@
 {{- if and (eq (include "tidal.tlsMode" .) "certManager") .Values.tls.certManager.issuerRef .Values.tls.certManager.issuerRef.kind (not .Values.tls.certManager.issuerRef.name) -}}
 {{- fail "tls.certManager.issuerRef: name is required when issuerRef is set" -}}
 {{- end -}}
+{{- /* Never a silent takeover: an APIService this release would register
+that another server's Service owns stops the install, unless it is
+external.metrics.k8s.io shared with that server (delegate.*). Helm refuses
+objects of other releases anyway; this also names objects applied without
+Helm, and says what to do. helm template cannot look up: nothing to check. */ -}}
+{{- if ne (toString .Values.apiServices.register) "false" -}}
+{{- $adapter := include "tidal.adapter" . -}}
+{{- $delegate := include "tidal.delegate" . | fromJson -}}
+{{- range $api := include "tidal.apiServices" . | fromJsonArray -}}
+{{- $name := printf "%s.%s" (index $api 1) (index $api 0) -}}
+{{- $as := lookup "apiregistration.k8s.io/v1" "APIService" "" $name -}}
+{{- if and $as $as.spec $as.spec.service -}}
+{{- $svc := $as.spec.service -}}
+{{- $ours := and (eq $svc.name $adapter) (eq $svc.namespace $.Release.Namespace) -}}
+{{- $shared := and (eq (index $api 0) "external.metrics.k8s.io") $delegate.url -}}
+{{- if not (or $ours $shared) -}}
+{{- fail (printf "APIService %s is served by %s/%s, not by this release's adapter: set apiServices.register=false and follow docs/migration.md to replace that server without a gap, delegate.externalMetrics=auto to share external.metrics.k8s.io with it, or turn this API off (apiServices.%s=false)" $name $svc.namespace $svc.name (get (dict "custom.metrics.k8s.io" "custom" "external.metrics.k8s.io" "external" "metrics.k8s.io" "resource") (index $api 0))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
