@@ -75,6 +75,8 @@ type APIOptions struct {
 	// DelegateCAFile verifies it.
 	DelegateExternal string
 	DelegateCAFile   string
+	// DelegateCustom is the same for custom.metrics.k8s.io.
+	DelegateCustom string
 }
 
 // NewOptions returns the options with tidal's defaults.
@@ -164,8 +166,10 @@ func (o *APIOptions) AddFlags(fs *pflag.FlagSet) {
 		"https URL of the server that owned external.metrics.k8s.io before Tidal (e.g. https://keda-operator-metrics-apiserver.keda.svc:443). "+
 			"External metrics no rule serves are forwarded there unchanged (namespace, name, selector), with the adapter's own credentials, and API discovery lists both sides' metrics; "+
 			"a metric both serve is answered by Tidal's rule. The delegate not answering is a 503 for its metrics only.")
+	fs.StringVar(&o.DelegateCustom, "delegate-custom-metrics", o.DelegateCustom,
+		"https URL of the server that owned custom.metrics.k8s.io before Tidal (another adapter): as --delegate-external-metrics, for custom metrics (asked as v1beta2); a metric of a resource both serve is answered by Tidal's rule.")
 	fs.StringVar(&o.DelegateCAFile, "delegate-ca-file", o.DelegateCAFile,
-		"CA bundle that verifies --delegate-external-metrics' serving certificate (the caBundle of the APIService it owned). Empty: the system's roots.")
+		"CA bundle that verifies the delegates' serving certificates (the caBundle of the APIServices they owned). Empty: the system's roots.")
 	fs.BoolVar(&o.ResourceMetrics, "enable-resource-metrics", o.ResourceMetrics,
 		"Serve metrics.k8s.io (v1 and v1beta1: PodMetrics, NodeMetrics, for kubectl top and CPU/memory HPAs) from the rule file's resourceRules. Only when the rule file has resourceRules at start: without them the group is not installed, so a metrics-server can own it. Set false to leave metrics.k8s.io to metrics-server even when the rule file has resourceRules.")
 }
@@ -228,8 +232,11 @@ func (o *APIOptions) Validate() []error {
 	if o.DelegateExternal != "" && !o.ExternalMetrics {
 		errs = append(errs, errors.New("--delegate-external-metrics is set but --enable-external-metrics is false: the delegate's metrics are served through Tidal's external.metrics.k8s.io; enable it or drop the delegate"))
 	}
-	if o.DelegateExternal == "" && o.DelegateCAFile != "" {
-		errs = append(errs, errors.New("--delegate-ca-file is set without --delegate-external-metrics: name the delegate or drop the CA file"))
+	if o.DelegateCustom != "" && !o.CustomMetrics {
+		errs = append(errs, errors.New("--delegate-custom-metrics is set but --enable-custom-metrics is false: the delegate's metrics are served through Tidal's custom.metrics.k8s.io; enable it or drop the delegate"))
+	}
+	if o.DelegateExternal == "" && o.DelegateCustom == "" && o.DelegateCAFile != "" {
+		errs = append(errs, errors.New("--delegate-ca-file is set without --delegate-external-metrics or --delegate-custom-metrics: name the delegate or drop the CA file"))
 	}
 	return append(errs, cmdutil.CheckFile("--delegate-ca-file", o.DelegateCAFile)...)
 }

@@ -112,7 +112,11 @@ func TestValidate(t *testing.T) {
 	}, {
 		name: "a delegate CA alone",
 		args: []string{url, "--delegate-ca-file=" + file},
-		want: []string{"--delegate-ca-file is set without --delegate-external-metrics"},
+		want: []string{"--delegate-ca-file is set without --delegate-external-metrics or --delegate-custom-metrics"},
+	}, {
+		name: "a custom metrics delegate without custom metrics",
+		args: []string{url, "--delegate-custom-metrics=https://adapter.monitoring.svc", "--enable-custom-metrics=false"},
+		want: []string{"--delegate-custom-metrics is set but --enable-custom-metrics is false"},
 	}, {
 		name: "url missing",
 		want: []string{"--prometheus-url is required"},

@@ -45,7 +45,21 @@ func (c *Config) Run(ctx context.Context) error {
 		return fmt.Errorf("building the API server: %w", err)
 	}
 	if c.APIs.CustomMetrics {
-		if err := installCustomMetrics(server.GenericAPIServer, parts.provider, parts.encodings); err != nil {
+		var custom cmprovider.CustomMetricsProvider = parts.provider
+		if c.APIs.DelegateCustom != "" {
+			d, err := delegate.New(delegate.Options{
+				Group: delegate.CustomGroup, URL: c.APIs.DelegateCustom, CAFile: c.APIs.DelegateCAFile, Credentials: c.Kube,
+				Timeout: c.Prometheus.Timeout, Refresh: c.Rules.RelistInterval,
+			})
+			if err != nil {
+				return err
+			}
+			dp := delegate.CustomProvider{Own: parts.provider, Delegate: d}
+			go d.Run(ctx, dp.OwnNames)
+			custom = dp
+			klog.InfoS("Sharing custom.metrics.k8s.io: metrics no rule serves are forwarded", "delegate", d.URL())
+		}
+		if err := installCustomMetrics(server.GenericAPIServer, custom, parts.encodings); err != nil {
 			return fmt.Errorf("installing custom.metrics.k8s.io: %w", err)
 		}
 	}

@@ -1,8 +1,8 @@
-// Package delegate shares external.metrics.k8s.io with the server that
-// owned it before Tidal (KEDA's metrics server, another adapter): a request
-// for a metric no Tidal rule serves is forwarded to that server unchanged
-// (namespace, metric name, label selector), and API discovery lists both
-// sides' metrics.
+// Package delegate shares external.metrics.k8s.io and custom.metrics.k8s.io
+// with the server that owned them before Tidal (KEDA's metrics server,
+// another adapter): a request for a metric no Tidal rule serves is
+// forwarded to that server unchanged (namespace, object or selector, metric
+// name, metric selector), and API discovery lists both sides' metrics.
 //
 // The delegate is asked with the adapter's own identity (its Kubernetes
 // credentials), not the caller's: Tidal has already authorized the caller
@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"sort"
@@ -34,13 +35,15 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/metrics/pkg/apis/external_metrics"
-	"k8s.io/metrics/pkg/apis/external_metrics/v1beta1"
 	externalclient "k8s.io/metrics/pkg/client/external_metrics"
 	cmprovider "sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
 )
 
 // Options say where the delegate is and how to reach it.
 type Options struct {
+	// Group is the API group shared: ExternalGroup (the default) or
+	// CustomGroup.
+	Group string
 	// URL is the delegate's base URL, https://SERVICE.NAMESPACE.svc:PORT
 	// for the Service its APIService named.
 	URL string
@@ -56,10 +59,18 @@ type Options struct {
 	Refresh time.Duration
 }
 
-// Delegate is the previous owner of external.metrics.k8s.io.
+// The groups a delegate can share.
+const (
+	ExternalGroup = "external.metrics.k8s.io"
+	CustomGroup   = "custom.metrics.k8s.io"
+)
+
+// Delegate is the previous owner of a metrics API group.
 type Delegate struct {
 	o         Options
 	client    externalclient.ExternalMetricsClient
+	http      *http.Client
+	base      string // scheme://host
 	discovery discovery.DiscoveryInterface
 
 	mu         sync.Mutex
@@ -70,9 +81,16 @@ type Delegate struct {
 
 // New checks o and builds the clients; nothing is asked until Refresh.
 func New(o Options) (*Delegate, error) {
+	if o.Group == "" {
+		o.Group = ExternalGroup
+	}
+	flag := "--delegate-external-metrics"
+	if o.Group == CustomGroup {
+		flag = "--delegate-custom-metrics"
+	}
 	u, err := url.Parse(o.URL)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("--delegate-external-metrics %q: want the https URL of the server that owned external.metrics.k8s.io, e.g. https://keda-operator-metrics-apiserver.keda.svc:443", o.URL)
+		return nil, fmt.Errorf("%s %q: want the https URL of the server that owned %s, e.g. https://keda-operator-metrics-apiserver.keda.svc:443", flag, o.URL, o.Group)
 	}
 	if o.Credentials == nil {
 		return nil, errors.New("delegate: no credentials")
@@ -85,7 +103,7 @@ func New(o Options) (*Delegate, error) {
 	cfg.TLSClientConfig.CAFile = o.CAFile
 	cfg.TLSClientConfig.CAData = nil
 	cfg.Timeout = o.Timeout
-	cfg.UserAgent = "tidal-adapter (delegating external metrics)"
+	cfg.UserAgent = "tidal-adapter (delegating " + o.Group + ")"
 	client, err := externalclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("delegate %s: %w", o.URL, err)
@@ -94,7 +112,11 @@ func New(o Options) (*Delegate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("delegate %s: %w", o.URL, err)
 	}
-	return &Delegate{o: o, client: client, discovery: disc}, nil
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("delegate %s: %w", o.URL, err)
+	}
+	return &Delegate{o: o, client: client, http: hc, base: cfg.Host, discovery: disc}, nil
 }
 
 // Run refreshes the delegate's metric list every Options.Refresh until ctx
@@ -123,22 +145,22 @@ func (d *Delegate) Run(ctx context.Context, own func() []string) {
 // Refresh reads the delegate's external metrics. On failure the last list
 // is kept (its metrics are still forwarded) and the error logged once.
 func (d *Delegate) Refresh(own []string) {
-	l, err := d.discovery.ServerResourcesForGroupVersion(v1beta1.SchemeGroupVersion.String())
+	l, err := d.discovery.ServerResourcesForGroupVersion(d.o.Group + "/v1beta1")
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
 		if d.listErr == nil {
-			klog.ErrorS(err, "Cannot list the delegate's external metrics; its last list stays in discovery", "delegate", d.o.URL)
+			klog.ErrorS(err, "Cannot list the delegate's metrics; its last list stays in discovery", "group", d.o.Group, "delegate", d.o.URL)
 		}
 		d.listErr = err
 		return
 	}
 	if d.listErr != nil {
-		klog.InfoS("The delegate's external metrics are listed again", "delegate", d.o.URL)
+		klog.InfoS("The delegate's metrics are listed again", "group", d.o.Group, "delegate", d.o.URL)
 	}
 	d.listErr = nil
 	d.resources = l.APIResources
-	klog.V(4).InfoS("Listed the delegate's external metrics", "delegate", d.o.URL, "metrics", names(l.APIResources))
+	klog.V(4).InfoS("Listed the delegate's metrics", "group", d.o.Group, "delegate", d.o.URL, "metrics", names(l.APIResources))
 	d.report(own)
 }
 
@@ -147,7 +169,7 @@ func (d *Delegate) report(own []string) {
 	collisions := Collisions(own, names(d.resources))
 	for _, c := range collisions {
 		if !slices.Contains(d.collisions, c) {
-			klog.InfoS("An external metric is served by a Tidal rule and by the delegate; Tidal's rule answers", "metric", c, "delegate", d.o.URL)
+			klog.InfoS("A metric is served by a Tidal rule and by the delegate; Tidal's rule answers", "group", d.o.Group, "metric", c, "delegate", d.o.URL)
 		}
 	}
 	d.collisions = collisions
