@@ -56,6 +56,9 @@ func (c *Config) build(ctx context.Context, m *monitor.Metrics) (*parts, error) 
 		Timeout:    c.Prometheus.Timeout,
 		CacheTTL:   c.Prometheus.CacheTTL,
 		Metrics:    m,
+
+		MaxResponseBytes:       c.Prometheus.MaxResponseBytes,
+		MaxSeriesResponseBytes: c.Prometheus.MaxSeriesResponseBytes,
 	}
 	def, err := prom.New(defOpts)
 	if err != nil {

@@ -42,9 +42,17 @@ type Options struct {
 	// (zero: 3×Timeout, since /api/v1/series may scan much more).
 	Timeout, SeriesTimeout time.Duration
 	// CacheTTL is how long a "now" query result is reused; 0 disables the
-	// cache. CacheSize bounds the number of cached queries (default 4096).
-	CacheTTL  time.Duration
-	CacheSize int
+	// cache. CacheSize bounds the number of cached queries (default 4096),
+	// CacheMaxBytes the bytes their results hold, estimated (default
+	// DefaultCacheMaxBytes).
+	CacheTTL      time.Duration
+	CacheSize     int
+	CacheMaxBytes int64
+	// MaxResponseBytes bounds the bytes read of a query's response,
+	// MaxSeriesResponseBytes of a series (discovery) response; longer ones
+	// fail with ErrTooLarge. Zero means DefaultMaxResponseBytes and
+	// DefaultMaxSeriesResponseBytes.
+	MaxResponseBytes, MaxSeriesResponseBytes int64
 	// Metrics records cache hits and coalesced queries; nil records nothing.
 	Metrics *monitor.Metrics
 }
@@ -60,6 +68,7 @@ type client struct {
 	flight         singleflight.Group
 	cache          *cache
 	metrics        *monitor.Metrics
+	maxSeriesBytes int64
 }
 
 var _ Client = (*client)(nil)
@@ -87,6 +96,15 @@ func New(o Options) (Client, error) {
 	if o.CacheSize <= 0 {
 		o.CacheSize = 4096
 	}
+	if o.CacheMaxBytes <= 0 {
+		o.CacheMaxBytes = DefaultCacheMaxBytes
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if o.MaxSeriesResponseBytes <= 0 {
+		o.MaxSeriesResponseBytes = DefaultMaxSeriesResponseBytes
+	}
 	if o.Metrics == nil {
 		o.Metrics = monitor.New()
 	}
@@ -96,10 +114,7 @@ func New(o Options) (Client, error) {
 	}
 	if len(o.Headers) > 0 {
 		withHeaders := *hc
-		base := hc.Transport
-		if base == nil {
-			base = http.DefaultTransport
-		}
+		base := transportOf(hc)
 		h := http.Header{}
 		for k, v := range o.Headers {
 			h.Set(k, v)
@@ -107,23 +122,29 @@ func New(o Options) (Client, error) {
 		withHeaders.Transport = &headerTransport{base: base, headers: h}
 		hc = &withHeaders
 	}
-	apiClient, err := promapi.NewClient(promapi.Config{Address: o.URL.String(), Client: hc})
+	// Queries are read whole by client_golang: their bodies are limited in
+	// the transport. Series responses are streamed by Series, which
+	// limits them itself.
+	queryHC := *hc
+	queryHC.Transport = &limitTransport{base: transportOf(hc), max: o.MaxResponseBytes, flag: "--prometheus-max-response-bytes"}
+	apiClient, err := promapi.NewClient(promapi.Config{Address: o.URL.String(), Client: &queryHC})
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", o.Name, err)
 	}
 	c := &client{
-		name:          o.Name,
-		redacted:      o.URL.Redacted(),
-		base:          o.URL,
-		http:          hc,
-		verb:          o.Verb,
-		timeout:       o.Timeout,
-		seriesTimeout: o.SeriesTimeout,
-		metrics:       o.Metrics,
+		name:           o.Name,
+		redacted:       o.URL.Redacted(),
+		base:           o.URL,
+		http:           hc,
+		verb:           o.Verb,
+		timeout:        o.Timeout,
+		seriesTimeout:  o.SeriesTimeout,
+		metrics:        o.Metrics,
+		maxSeriesBytes: o.MaxSeriesResponseBytes,
 	}
 	c.api = promv1.NewAPI(&verbClient{Client: apiClient, verb: o.Verb})
 	if o.CacheTTL > 0 {
-		c.cache = newCache(o.CacheTTL, o.CacheSize, time.Now)
+		c.cache = newCache(o.CacheTTL, o.CacheSize, o.CacheMaxBytes, time.Now)
 	}
 	return c, nil
 }
@@ -215,6 +236,13 @@ func (v *verbClient) Do(ctx context.Context, req *http.Request) (*http.Response,
 	return v.Client.Do(ctx, req)
 }
 
+func transportOf(hc *http.Client) http.RoundTripper {
+	if hc.Transport == nil {
+		return http.DefaultTransport
+	}
+	return hc.Transport
+}
+
 type headerTransport struct {
 	base    http.RoundTripper
 	headers http.Header
@@ -272,10 +300,17 @@ func (c *client) Series(ctx context.Context, matchers []string, start, end time.
 		return nil, c.classify(err)
 	}
 	defer resp.Body.Close()
-	shapes, err := decodeSeries(resp)
+	body, err := limitBody(resp, c.maxSeriesBytes, "--prometheus-max-series-response-bytes")
 	if err != nil {
-		if ctx.Err() != nil {
+		return nil, c.classify(err)
+	}
+	shapes, err := decodeSeries(resp, MaxShapeBytes)
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
 			return nil, c.classify(ctx.Err())
+		case body.exceeded:
+			return nil, c.classify(tooLarge(body.max, body.flag))
 		}
 		return nil, c.classify(err)
 	}

@@ -89,6 +89,8 @@ func (c *client) classify(err error) error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		kind = ErrTimeout
+	case errors.Is(err, ErrTooLarge):
+		kind = ErrQuery
 	case errors.As(err, &apiErr):
 		switch apiErr.Type {
 		case promv1.ErrBadData, promv1.ErrExec:

@@ -43,6 +43,9 @@ type FlagOptions struct {
 	// Timeout bounds each query; CacheTTL is how long a result is reused.
 	Timeout  time.Duration
 	CacheTTL time.Duration
+	// MaxResponseBytes and MaxSeriesResponseBytes bound the bytes read of
+	// a query's and of a series response (see Options).
+	MaxResponseBytes, MaxSeriesResponseBytes int64
 }
 
 // FlagConfig is a validated way to reach Prometheus, the default backend's
@@ -57,11 +60,16 @@ type FlagConfig struct {
 	// Timeout bounds each query; CacheTTL is how long a result is reused.
 	Timeout  time.Duration
 	CacheTTL time.Duration
+	// MaxResponseBytes and MaxSeriesResponseBytes bound the bytes read of
+	// a query's and of a series response, for every backend; 0 means
+	// DefaultMaxResponseBytes and DefaultMaxSeriesResponseBytes.
+	MaxResponseBytes, MaxSeriesResponseBytes int64
 }
 
 // NewFlagOptions returns the options with the adapter's defaults.
 func NewFlagOptions() FlagOptions {
-	return FlagOptions{Verb: "GET", Timeout: 10 * time.Second, CacheTTL: 5 * time.Second}
+	return FlagOptions{Verb: "GET", Timeout: 10 * time.Second, CacheTTL: 5 * time.Second,
+		MaxResponseBytes: DefaultMaxResponseBytes, MaxSeriesResponseBytes: DefaultMaxSeriesResponseBytes}
 }
 
 // AddFlags adds the Prometheus flags to fs.
@@ -94,6 +102,10 @@ func (o *FlagOptions) AddFlags(fs *pflag.FlagSet) {
 		"Time limit of each query to Prometheus; a metric request answers 503 ServiceUnavailable when it passes. Discovery requests get three times as long.")
 	fs.DurationVar(&o.CacheTTL, "query-cache-ttl", o.CacheTTL,
 		"How long a query result is reused for identical requests (timestamps keep the sample's time, so they show the age). 0 disables the cache; identical concurrent queries are always sent once.")
+	fs.Int64Var(&o.MaxResponseBytes, "prometheus-max-response-bytes", o.MaxResponseBytes,
+		"Longest query response read from Prometheus, in bytes (the response is held whole while it is decoded); a longer one fails the request. 0 means the default. Applies to every backend.")
+	fs.Int64Var(&o.MaxSeriesResponseBytes, "prometheus-max-series-response-bytes", o.MaxSeriesResponseBytes,
+		"Longest /api/v1/series (discovery) response read from Prometheus, in bytes; a longer one fails that rule's discovery. It is streamed, so this bounds the transfer more than memory. 0 means the default. Applies to every backend.")
 }
 
 // Validate checks the Prometheus options.
@@ -109,6 +121,12 @@ func (o *FlagOptions) Validate() []error {
 	}
 	if o.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--prometheus-timeout must be positive, got %s", o.Timeout))
+	}
+	if o.MaxResponseBytes < 0 {
+		errs = append(errs, fmt.Errorf("--prometheus-max-response-bytes must not be negative, got %d", o.MaxResponseBytes))
+	}
+	if o.MaxSeriesResponseBytes < 0 {
+		errs = append(errs, fmt.Errorf("--prometheus-max-series-response-bytes must not be negative, got %d", o.MaxSeriesResponseBytes))
 	}
 	if o.CacheTTL < 0 {
 		errs = append(errs, fmt.Errorf("--query-cache-ttl must not be negative, got %s", o.CacheTTL))
@@ -146,7 +164,8 @@ func (o *FlagOptions) Config() (FlagConfig, error) {
 	if err != nil {
 		return FlagConfig{}, fmt.Errorf("building the Prometheus HTTP client: %w", err)
 	}
-	return FlagConfig{URL: u, Verb: o.Verb, Client: client, Timeout: o.Timeout, CacheTTL: o.CacheTTL}, nil
+	return FlagConfig{URL: u, Verb: o.Verb, Client: client, Timeout: o.Timeout, CacheTTL: o.CacheTTL,
+		MaxResponseBytes: o.MaxResponseBytes, MaxSeriesResponseBytes: o.MaxSeriesResponseBytes}, nil
 }
 
 // settings records which file set each part of the client configuration,

@@ -1,6 +1,7 @@
 package prom
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -14,10 +15,16 @@ import (
 // buffer and skips label values without copying them, so a response of a
 // million series costs the memory of its few hundred shapes and almost no
 // garbage.
-func decodeSeries(resp *http.Response) ([]Shape, error) {
-	r, err := seriesjson.Read(resp.Body)
+//
+// The distinct shapes may hold at most maxShapeBytes (estimated); more
+// fails with ErrTooLarge.
+func decodeSeries(resp *http.Response, maxShapeBytes int64) ([]Shape, error) {
+	r, err := seriesjson.ReadLimited(resp.Body, maxShapeBytes)
 	if err == nil && r.Status == "success" {
 		return r.Shapes, nil
+	}
+	if errors.Is(err, seriesjson.ErrTooManyShapes) {
+		return nil, fmt.Errorf("%w: %v; narrow the rule's seriesQuery", ErrTooLarge, err)
 	}
 	if r.Status == "error" {
 		return nil, &promv1.Error{Type: promv1.ErrorType(r.ErrType), Msg: r.ErrMsg}

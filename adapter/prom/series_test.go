@@ -29,7 +29,7 @@ func TestDecodeSeriesErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp := &http.Response{StatusCode: tt.status, Status: fmt.Sprintf("%d %s", tt.status, http.StatusText(tt.status)), Body: io.NopCloser(strings.NewReader(tt.body))}
-			_, err := decodeSeries(resp)
+			_, err := decodeSeries(resp, MaxShapeBytes)
 			var pe *promv1.Error
 			if !errors.As(err, &pe) {
 				t.Fatalf("err = %v, want a *promv1.Error", err)

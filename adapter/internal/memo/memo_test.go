@@ -1,10 +1,12 @@
 package memo
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/prometheus/common/model"
 )
@@ -55,6 +57,79 @@ func TestTableGet(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A value is kept for the TTL after it was computed: served until then,
+// recomputed from then on, and dropped by any Get once its TTL has passed,
+// so the results its version holds are released.
+func TestTableTTL(t *testing.T) {
+	type get struct {
+		after    time.Duration // clock moved before the Get
+		key, ver string
+		hit      bool
+	}
+	tests := []struct {
+		title   string
+		gets    []get
+		wantLen int
+	}{
+		{
+			title:   "served before its TTL",
+			gets:    []get{{0, "a", "v1", false}, {59 * time.Second, "a", "v1", true}},
+			wantLen: 1,
+		},
+		{
+			title:   "recomputed at its TTL",
+			gets:    []get{{0, "a", "v1", false}, {time.Minute, "a", "v1", false}, {time.Second, "a", "v1", true}},
+			wantLen: 1,
+		},
+		{
+			title:   "the TTL runs from the computation, not from the last hit",
+			gets:    []get{{0, "a", "v1", false}, {40 * time.Second, "a", "v1", true}, {20 * time.Second, "a", "v1", false}},
+			wantLen: 1,
+		},
+		{
+			title:   "expired keys dropped by a Get of another key",
+			gets:    []get{{0, "a", "v1", false}, {0, "b", "v1", false}, {30 * time.Second, "c", "v1", false}, {30 * time.Second, "d", "v1", false}},
+			wantLen: 2, // c and d; a and b are gone
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.title, func(t *testing.T) {
+			now := time.Unix(1000, 0)
+			tab := NewWithTTL[string, string, string](100, time.Minute)
+			tab.now = func() time.Time { return now }
+			for i, g := range tt.gets {
+				now = now.Add(g.after)
+				v, hit := tab.Get(g.key, g.ver, func() string { return g.key + "@" + g.ver })
+				if v != g.key+"@"+g.ver || hit != g.hit {
+					t.Errorf("get %d (%s, %s) = %q, hit %v; want hit %v", i, g.key, g.ver, v, hit, g.hit)
+				}
+			}
+			if got := tab.Len(); got != tt.wantLen {
+				t.Errorf("%d keys held, want %d", got, tt.wantLen)
+			}
+		})
+	}
+
+	t.Run("an expired value and the result its version holds are released", func(t *testing.T) {
+		now := time.Unix(1000, 0)
+		tab := New[string, Vector, *model.Sample](100)
+		tab.now = func() time.Time { return now }
+		remember := func(key string) (weak.Pointer[model.Sample], weak.Pointer[model.Sample]) {
+			result := model.Vector{{Value: 1}}
+			v, _ := tab.Get(key, VectorOf(result), func() *model.Sample { return &model.Sample{Value: 2} })
+			return weak.Make(result[0]), weak.Make(v)
+		}
+		result, value := remember("a")
+		now = now.Add(DefaultTTL)
+		remember("b")
+		runtime.GC()
+		runtime.GC()
+		if result.Value() != nil || value.Value() != nil {
+			t.Errorf("after the TTL: result held %v, value held %v; want both released", result.Value() != nil, value.Value() != nil)
+		}
+	})
 }
 
 // Identical concurrent requests compute once: the others wait and share.

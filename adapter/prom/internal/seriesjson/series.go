@@ -44,14 +44,38 @@ const (
 // wins; a null data: no series), and requires every label value to be a
 // string.
 func Read(r io.Reader) (Response, error) {
+	return ReadLimited(r, 0)
+}
+
+// ErrTooManyShapes is returned by ReadLimited when the distinct shapes
+// of a response would hold more than its limit.
+var ErrTooManyShapes = errors.New("too many distinct series shapes")
+
+// ReadLimited is Read, failing with ErrTooManyShapes once the distinct
+// shapes kept would take more than maxShapeBytes of memory (estimated); 0 means no limit. Repeated shapes cost nothing, so this
+// bounds what a response of ever new names (garbage, or a selector far
+// wider than meant) can make the decoder hold, whatever its length.
+func ReadLimited(r io.Reader, maxShapeBytes int64) (Response, error) {
 	s := &seriesScanner{
-		r:      r,
-		buf:    make([]byte, seriesBufSize),
-		seen:   map[string]struct{}{},
-		intern: map[string]string{},
+		r:        r,
+		buf:      make([]byte, seriesBufSize),
+		seen:     map[string]struct{}{},
+		intern:   map[string]string{},
+		maxShape: maxShapeBytes,
 	}
 	err := s.response()
 	return s.out, err
+}
+
+// shapeBytes estimates the memory one distinct shape holds in the
+// decoder: its identity in the seen set, its Shape (with the slack of the
+// growing list) and, at most, its strings with their intern entries.
+func shapeBytes(name string, labels []string) int64 {
+	n := int64(2*len(name) + 256)
+	for _, l := range labels {
+		n += int64(2*len(l) + 24)
+	}
+	return n
 }
 
 // seriesScanner is a JSON scanner specialised for series responses.
@@ -74,6 +98,9 @@ type seriesScanner struct {
 	seen   map[string]struct{}
 	intern map[string]string
 	out    Response
+	// kept estimates the bytes the distinct shapes hold, maxShape bounds
+	// it (0: no bound).
+	kept, maxShape int64
 }
 
 type span struct{ start, end int }
@@ -152,6 +179,7 @@ func (s *seriesScanner) optionalString() (string, error) {
 // data reads the list of series; a repeated "data" replaces the first.
 func (s *seriesScanner) data() error {
 	s.out.Shapes = nil
+	s.kept = 0
 	clear(s.seen)
 	c, err := s.peek()
 	if err != nil {
@@ -208,8 +236,7 @@ func (s *seriesScanner) series() error {
 			}
 		}
 	}
-	s.addShape()
-	return nil
+	return s.addShape()
 }
 
 // label reads one "name": "value" pair, keeping the value only for
@@ -246,7 +273,7 @@ func (s *seriesScanner) label() error {
 // addShape records the current series' shape unless it was seen: label
 // names sorted and deduplicated (a repeated label is one label, as in a
 // decoded map), the key length-prefixed so that no two shapes share one.
-func (s *seriesScanner) addShape() {
+func (s *seriesScanner) addShape() error {
 	sp := s.spans
 	lb := s.labels
 	// Insertion sort: Prometheus sends label names sorted already.
@@ -270,14 +297,19 @@ func (s *seriesScanner) addShape() {
 		s.key = append(s.key, lb[x.start:x.end]...)
 	}
 	if _, ok := s.seen[string(s.key)]; ok {
-		return
+		return nil
 	}
-	s.seen[string(s.key)] = struct{}{}
 	sh := Shape{Name: s.internBytes(s.name), Labels: make([]string, len(uniq))}
 	for i, x := range uniq {
 		sh.Labels[i] = s.internBytes(lb[x.start:x.end])
 	}
+	s.kept += shapeBytes(sh.Name, sh.Labels)
+	if s.maxShape > 0 && s.kept > s.maxShape {
+		return fmt.Errorf("%w: the %d distinct shapes before byte %d hold more than %d bytes", ErrTooManyShapes, len(s.out.Shapes)+1, s.off+int64(s.pos), s.maxShape)
+	}
+	s.seen[string(s.key)] = struct{}{}
 	s.out.Shapes = append(s.out.Shapes, sh)
+	return nil
 }
 
 func (s *seriesScanner) internBytes(b []byte) string {
