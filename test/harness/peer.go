@@ -81,6 +81,13 @@ func (h *Harness) StartTestAdapter(ctx context.Context, apis [][2]string) (*Test
 	return t, err
 }
 
+// WriteCustom sets the test-adapter's custom metric METRIC of the object
+// NAMESPACE/RESOURCE/NAME (RESOURCE as the API names it, e.g. pods) to value.
+func (t *TestAdapter) WriteCustom(ctx context.Context, namespace, resource, name, metric, value string) error {
+	u := t.WriteURL + "/write-metrics/namespaces/" + url.PathEscape(namespace) + "/" + url.PathEscape(resource) + "/" + url.PathEscape(name) + "/" + url.PathEscape(metric)
+	return t.post(ctx, u, `"`+value+`"`, http.StatusOK)
+}
+
 // WriteExternal sets the test-adapter's external metric METRIC{labels} to
 // value, in every namespace.
 func (t *TestAdapter) WriteExternal(ctx context.Context, metric string, labels map[string]string, value string) error {
@@ -89,18 +96,23 @@ func (t *TestAdapter) WriteExternal(ctx context.Context, metric string, labels m
 		sel = append(sel, k+"="+v)
 	}
 	u := t.WriteURL + "/write-external/" + url.PathEscape(metric) + "?labels=" + url.QueryEscape(strings.Join(sel, ","))
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(value))
+	return t.post(ctx, u, value, http.StatusNoContent)
+}
+
+func (t *TestAdapter) post(ctx context.Context, u, body string, want int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
 	if err != nil {
 		return err
 	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		body, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("POST %s: %d %s", u, resp.StatusCode, body)
+	if resp.StatusCode != want {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("POST %s: %d %s", u, resp.StatusCode, b)
 	}
 	return nil
 }
