@@ -127,13 +127,13 @@ func (d *Delegate) Run(ctx context.Context, own func() []string) {
 	defer refresh.Stop()
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
-	d.Refresh(own())
+	_ = d.Refresh(own()) // logged
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-refresh.C:
-			d.Refresh(own())
+			_ = d.Refresh(own()) // logged
 		case <-check.C:
 			d.mu.Lock()
 			d.report(own())
@@ -142,9 +142,9 @@ func (d *Delegate) Run(ctx context.Context, own func() []string) {
 	}
 }
 
-// Refresh reads the delegate's external metrics. On failure the last list
-// is kept (its metrics are still forwarded) and the error logged once.
-func (d *Delegate) Refresh(own []string) {
+// Refresh reads the delegate's metrics. On failure the last list is kept
+// (its metrics are still forwarded), the error logged once and returned.
+func (d *Delegate) Refresh(own []string) error {
 	l, err := d.discovery.ServerResourcesForGroupVersion(d.o.Group + "/v1beta1")
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -153,7 +153,7 @@ func (d *Delegate) Refresh(own []string) {
 			klog.ErrorS(err, "Cannot list the delegate's metrics; its last list stays in discovery", "group", d.o.Group, "delegate", d.o.URL)
 		}
 		d.listErr = err
-		return
+		return err
 	}
 	if d.listErr != nil {
 		klog.InfoS("The delegate's metrics are listed again", "group", d.o.Group, "delegate", d.o.URL)
@@ -162,6 +162,7 @@ func (d *Delegate) Refresh(own []string) {
 	d.resources = l.APIResources
 	klog.V(4).InfoS("Listed the delegate's metrics", "group", d.o.Group, "delegate", d.o.URL, "metrics", names(l.APIResources))
 	d.report(own)
+	return nil
 }
 
 // report logs each collision when first seen. d.mu is held.

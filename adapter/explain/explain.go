@@ -27,7 +27,9 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 
+	"github.com/tidal-autoscaler/tidal/adapter/delegate"
 	"github.com/tidal-autoscaler/tidal/adapter/discovery"
 	"github.com/tidal-autoscaler/tidal/adapter/objects"
 	"github.com/tidal-autoscaler/tidal/adapter/prom"
@@ -60,6 +62,10 @@ type Options struct {
 	External string
 	// NoQuery renders the request's query without sending it.
 	NoQuery bool
+	// DelegateExternal, DelegateCustom and DelegateCAFile are the
+	// adapter's flags of the same names: explain lists each delegate's
+	// metrics and the collisions with the rules (Tidal's rule answers).
+	DelegateExternal, DelegateCustom, DelegateCAFile string
 }
 
 // NewOptions returns the options with the adapter's defaults.
@@ -111,6 +117,9 @@ objects it matches.`,
 	fs.StringVar(&o.MetricSelector, "metric-selector", o.MetricSelector, "The request's metricLabelSelector.")
 	fs.StringVar(&o.External, "external", o.External, "External metric name of the request (instead of --resource/--metric).")
 	fs.BoolVar(&o.NoQuery, "no-query", o.NoQuery, "Render the request's PromQL without sending it.")
+	fs.StringVar(&o.DelegateExternal, "delegate-external-metrics", o.DelegateExternal, "The adapter's delegate for external metrics: list its metrics and the collisions with the rules (needs --kubeconfig for the credentials).")
+	fs.StringVar(&o.DelegateCustom, "delegate-custom-metrics", o.DelegateCustom, "The same for custom metrics.")
+	fs.StringVar(&o.DelegateCAFile, "delegate-ca-file", o.DelegateCAFile, "CA bundle verifying the delegates, as the adapter's flag.")
 	return cmd
 }
 
@@ -142,6 +151,9 @@ func (o *Options) Validate() []error {
 		}
 	case o.MetricSelector != "" && o.External == "":
 		errs = append(errs, errors.New("--metric-selector needs a request (--resource and --metric, or --external)"))
+	}
+	if (o.DelegateExternal != "" || o.DelegateCustom != "") && o.Kubeconfig == "" {
+		errs = append(errs, errors.New("--delegate-external-metrics and --delegate-custom-metrics need --kubeconfig: the delegate is asked with those credentials, as the adapter asks it with its own"))
 	}
 	return errs
 }
@@ -204,9 +216,9 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	res := &resolver{mapper: naming.Builtin}
+	var kc *rest.Config
 	if o.Kubeconfig != "" {
-		kc, err := kubeconfig.Load(o.Kubeconfig, "tidal-rules-explain")
-		if err != nil {
+		if kc, err = kubeconfig.Load(o.Kubeconfig, "tidal-rules-explain"); err != nil {
 			return err
 		}
 		kube, err := kubernetes.NewForConfig(kc)
@@ -225,7 +237,7 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 	}
 	defOpts := prom.Options{
 		Name: prom.DefaultBackend, URL: pc.URL, HTTPClient: pc.Client, Verb: pc.Verb,
-		Timeout: pc.Timeout,
+		Timeout: pc.Timeout, MaxResponseBytes: pc.MaxResponseBytes, MaxSeriesResponseBytes: pc.MaxSeriesResponseBytes,
 	}
 	def, err := prom.New(defOpts)
 	if err != nil {
@@ -240,6 +252,16 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 	end := time.Now()
 	e := discovery.Explain(ctx, set, end.Add(-o.MaxAge), end)
 	Write(out, set, e, res.scope)
+	for _, w := range set.Warnings {
+		fmt.Fprintln(out, w)
+	}
+	for _, d := range []struct{ group, url string }{{delegate.ExternalGroup, o.DelegateExternal}, {delegate.CustomGroup, o.DelegateCustom}} {
+		if d.url != "" {
+			if err := explainDelegate(out, d.group, d.url, o.DelegateCAFile, kc, pc.Timeout, ownNames(d.group, e.Snapshot)); err != nil {
+				return err
+			}
+		}
+	}
 
 	switch {
 	case o.External != "":
@@ -422,4 +444,40 @@ func (o *Options) runQuery(ctx context.Context, out io.Writer, b discovery.Bindi
 		fmt.Fprintf(out, "  %s = %s\n", who, s.Value)
 	}
 	return nil
+}
+
+// explainDelegate lists what the delegate of group serves and the metrics
+// both it and the rules serve, which Tidal's rule answers.
+func explainDelegate(out io.Writer, group, url, caFile string, kc *rest.Config, timeout time.Duration, own []string) error {
+	d, err := delegate.New(delegate.Options{Group: group, URL: url, CAFile: caFile, Credentials: kc, Timeout: timeout, Refresh: time.Minute})
+	if err != nil {
+		return err
+	}
+	if err := d.Refresh(own); err != nil {
+		fmt.Fprintf(out, "%s shared with %s: cannot list its metrics: %v\n", group, url, err)
+		return nil
+	}
+	var names []string
+	for _, r := range d.Resources() {
+		names = append(names, r.Name)
+	}
+	fmt.Fprintf(out, "%s shared with %s: it lists %d metrics (%s); metrics no rule serves are asked there\n", group, url, len(names), strings.Join(names, ", "))
+	if c := d.Collisions(); len(c) > 0 {
+		fmt.Fprintf(out, "  served by both, answered by Tidal's rule: %s\n", strings.Join(c, ", "))
+	} else {
+		fmt.Fprintln(out, "  served by both: none")
+	}
+	return nil
+}
+
+// ownNames are the rules' metrics of group as discovery names them.
+func ownNames(group string, snap *discovery.Snapshot) []string {
+	if group == delegate.ExternalGroup {
+		return snap.ExternalMetrics()
+	}
+	var own []string
+	for _, m := range snap.CustomMetrics() {
+		own = append(own, m.Resource.String()+"/"+m.Name)
+	}
+	return own
 }

@@ -157,6 +157,11 @@ func TestExplain(t *testing.T) {
 			want: []string{`promql: sum(jobs_pending{namespace="batch"})`},
 		},
 		{
+			name:    "a delegate needs the credentials of a kubeconfig",
+			args:    []string{"--delegate-external-metrics", "https://keda.svc:443"},
+			wantErr: "--delegate-external-metrics and --delegate-custom-metrics need --kubeconfig",
+		},
+		{
 			name:    "selector needs a cluster",
 			args:    []string{"--resource", "pods", "--namespace", "default", "--selector", "app=web", "--metric", "http_requests_per_second"},
 			wantErr: "--selector needs --kubeconfig",
