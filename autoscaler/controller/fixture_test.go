@@ -242,7 +242,7 @@ func toHA(h *autoscalingv2.HorizontalPodAutoscaler, history string) *v1alpha1.Ho
 	ha := &v1alpha1.HorizontalAutoscaler{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
 		ObjectMeta: *h.ObjectMeta.DeepCopy(),
-		Spec:       *h.Spec.DeepCopy(),
+		Spec:       v1alpha1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: *h.Spec.DeepCopy()},
 		Status:     v1alpha1.HorizontalAutoscalerStatus{HorizontalPodAutoscalerStatus: *h.Status.DeepCopy()},
 	}
 	if history != "" {
@@ -254,7 +254,7 @@ func toHA(h *autoscalingv2.HorizontalPodAutoscaler, history string) *v1alpha1.Ho
 // toHA is toHA(h, w.history) with w's tidal spec and failure count.
 func (w world) toHA(h *autoscalingv2.HorizontalPodAutoscaler) *v1alpha1.HorizontalAutoscaler {
 	ha := toHA(h, w.history)
-	ha.Tidal = *w.tidal.DeepCopy()
+	ha.Spec.TidalSpec = *w.tidal.DeepCopy()
 	source.ObjectOfHA(ha).SetMetricFailures(w.metricFailures)
 	return ha
 }

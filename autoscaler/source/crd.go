@@ -27,7 +27,7 @@ var _ Object = haObject{}
 
 func (o haObject) Runtime() runtime.Object { return o.HorizontalAutoscaler }
 func (o haObject) HPASpec() *autoscalingv2.HorizontalPodAutoscalerSpec {
-	return &o.Spec
+	return &o.Spec.HorizontalPodAutoscalerSpec
 }
 func (o haObject) HPAStatus() *autoscalingv2.HorizontalPodAutoscalerStatus {
 	return &o.Status.HorizontalPodAutoscalerStatus
@@ -60,7 +60,7 @@ func (o haObject) SetPersistedHistory(value string) {
 	o.Status.Tidal.History = value
 }
 
-func (o haObject) Extensions() Extensions { return crdExtensions(o.Tidal) }
+func (o haObject) Extensions() Extensions { return crdExtensions(o.Spec.TidalSpec) }
 func (o haObject) MetricFailures() int32 {
 	if o.Status.Tidal == nil {
 		return 0

@@ -56,11 +56,11 @@ func wireHA(i int) *v1alpha1.HorizontalAutoscaler {
 				{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "autoscaling.tidal.dev/v1alpha1", Time: &t, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(status), Subresource: "status"},
 			},
 		},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+		Spec: v1alpha1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: fmt.Sprintf("web-%d", i)},
 			MinReplicas:    ptr.To[int32](1), MaxReplicas: 10,
 			Metrics: []autoscalingv2.MetricSpec{cpuUtilization(50)},
-		},
+		}},
 		Status: v1alpha1.HorizontalAutoscalerStatus{
 			HorizontalPodAutoscalerStatus: autoscalingv2.HorizontalPodAutoscalerStatus{
 				ObservedGeneration: ptr.To[int64](1), CurrentReplicas: 5, DesiredReplicas: 5,

@@ -169,15 +169,10 @@ func patches() []patch {
 	for _, src := range []string{"resource", "containerResource", "pods", "object", "external"} {
 		ps = append(ps, targetPatches(src)...)
 	}
-	// Tidal's own spec fields (v1alpha1.TidalSpec), which controller-gen
-	// does not see: the Go type keeps them outside the autoscaling/v2 spec.
-	ps = append(ps, patch{"spec", map[string]any{"properties": tidalSpecProperties()}})
-	ps = append(ps, patch{"spec", map[string]any{"x-kubernetes-validations": []any{map[string]any{
-		"rule": "!has(self.fallback) || (has(self.fallback.behavior) && self.fallback.behavior == 'currentReplicas') || " +
-			"(self.fallback.replicas <= self.maxReplicas && (!has(self.minReplicas) || self.fallback.replicas >= self.minReplicas))",
-		"message":   "fallback.replicas must be within [minReplicas, maxReplicas]",
-		"fieldPath": ".fallback.replicas",
-	}}}})
+	// Tidal's own spec fields (v1alpha1.TidalSpec: spec.dryRun,
+	// spec.fallback) and their rule are the Go type's, with markers:
+	// controller-gen writes them.
+	//
 	// minReplicas 0 (scale to zero) needs an Object or External metric.
 	ps = append(ps, patch{"spec", map[string]any{"x-kubernetes-validations": []any{map[string]any{
 		"rule":      "!has(self.minReplicas) || self.minReplicas != 0 || (has(self.metrics) && self.metrics.exists(m, m.type == 'Object' || m.type == 'External'))",
@@ -185,43 +180,6 @@ func patches() []patch {
 		"fieldPath": ".metrics",
 	}}}})
 	return ps
-}
-
-// tidalSpecProperties is the schema of v1alpha1.TidalSpec's fields, which
-// are spec's own in JSON.
-func tidalSpecProperties() map[string]any {
-	return map[string]any{
-		"dryRun": map[string]any{
-			"type": "boolean",
-			"description": "dryRun computes and records the full decision every sync (status, the DryRun condition, " +
-				"a DryRun event when the count would change, the tidal_autoscaler_dry_run_desired_replicas metric) " +
-				"but never writes the target's /scale.",
-		},
-		"fallback": map[string]any{
-			"type": "object",
-			"description": "fallback scales to a fixed count when every metric has failed for failureThreshold " +
-				"consecutive syncs, and leaves it on the first sync with a metric computed. Unset, a sync whose " +
-				"metrics all fail changes nothing, as upstream.",
-			"required": []any{"failureThreshold", "replicas"},
-			"properties": map[string]any{
-				"failureThreshold": map[string]any{
-					"type": "integer", "format": "int32", "minimum": 1,
-					"description": "failureThreshold is the number of consecutive syncs in which every metric failed after which the autoscaler falls back.",
-				},
-				"replicas": map[string]any{
-					"type": "integer", "format": "int32", "minimum": 0,
-					"description": "replicas is the fallback replica count, within [minReplicas, maxReplicas].",
-				},
-				"behavior": map[string]any{
-					"type": "string", "default": "static",
-					"enum": []any{"static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower"},
-					"description": "behavior is how the fallback count follows from replicas and the current count, as KEDA's: " +
-						"static (replicas), currentReplicas (keep the current count), currentReplicasIfHigher (the higher of the two), " +
-						"currentReplicasIfLower (the lower of the two).",
-				},
-			},
-		},
-	}
 }
 
 func main() {
@@ -267,16 +225,6 @@ func run(file string) error {
 				case "x-kubernetes-validations":
 					existing, _ := node[k].([]any)
 					val = append(existing, val.([]any)...)
-				case "properties":
-					// New properties beside the existing ones.
-					merged, _ := node[k].(map[string]any)
-					if merged == nil {
-						merged = map[string]any{}
-					}
-					for name, schema := range val.(map[string]any) {
-						merged[name] = schema
-					}
-					val = merged
 				}
 				node[k] = val
 			}

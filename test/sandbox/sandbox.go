@@ -217,7 +217,7 @@ func HorizontalAutoscaler(duration time.Duration) *tidalv1.HorizontalAutoscaler 
 	return &tidalv1.HorizontalAutoscaler{
 		TypeMeta:   metav1.TypeMeta{APIVersion: tidalv1.SchemeGroupVersion.String(), Kind: "HorizontalAutoscaler"},
 		ObjectMeta: metav1.ObjectMeta{Name: App, Namespace: Namespace},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+		Spec: tidalv1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: App},
 			MinReplicas:    ptr.To[int32](minReplicas),
 			MaxReplicas:    maxReplicas,
@@ -238,7 +238,7 @@ func HorizontalAutoscaler(duration time.Duration) *tidalv1.HorizontalAutoscaler 
 			Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
 				ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(window)},
 			},
-		},
+		}},
 	}
 }
 

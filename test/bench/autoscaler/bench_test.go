@@ -490,7 +490,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 			ha := &v1alpha1.HorizontalAutoscaler{
 				TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
 				ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: t.namespace},
-				Spec:       spec(t),
+				Spec:       v1alpha1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: spec(t)},
 			}
 			return harness.CreateHorizontalAutoscaler(gctx, dyn, ha)
 		})

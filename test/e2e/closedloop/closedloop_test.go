@@ -335,7 +335,7 @@ func (l *loop) createAutoscaler(ctx context.Context) error {
 	ha := &v1alpha1.HorizontalAutoscaler{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: ns},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+		Spec: v1alpha1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: app},
 			MinReplicas:    ptr.To[int32](lowReplicas),
 			MaxReplicas:    maxReplicas,
@@ -349,7 +349,7 @@ func (l *loop) createAutoscaler(ctx context.Context) error {
 			Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
 				ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(int32(window / time.Second))},
 			},
-		},
+		}},
 	}
 	return harness.CreateHorizontalAutoscaler(ctx, l.dyn, ha)
 }

@@ -335,11 +335,11 @@ func createBystander(ctx context.Context, p *profile, ns string) error {
 	}
 	return harness.CreateHorizontalAutoscaler(ctx, p.dyn, &v1alpha1.HorizontalAutoscaler{
 		ObjectMeta: metav1.ObjectMeta{Name: bystanderName, Namespace: ns},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+		Spec: v1alpha1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: bystanderName},
 			MinReplicas:    ptr.To[int32](1), MaxReplicas: 1,
 			Metrics: []autoscalingv2.MetricSpec{resourceMetric(corev1.ResourceCPU, utilization(50))},
-		},
+		}},
 	})
 }
 
@@ -355,7 +355,7 @@ func createTwins(ctx context.Context, p *profile, ns string, spec autoscalingv2.
 	ha := &v1alpha1.HorizontalAutoscaler{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: tidalName, Namespace: ns},
-		Spec:       *spec.DeepCopy(),
+		Spec:       v1alpha1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: *spec.DeepCopy()},
 	}
 	ha.Spec.ScaleTargetRef = target(tidalName)
 	return harness.CreateHorizontalAutoscaler(ctx, p.dyn, ha)

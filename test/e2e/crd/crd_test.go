@@ -119,7 +119,7 @@ func TestDefaults(t *testing.T) {
 
 // TestTidalSpecFields: spec.dryRun and spec.fallback are kept (not
 // pruned), fallback.behavior defaults to static, and the typed object reads
-// them into Tidal.
+// them into spec (Spec.TidalSpec).
 func TestTidalSpecFields(t *testing.T) {
 	c := client(t)
 	obj := object(t, `{"metadata":{"name":"tidal-spec"},"spec":{
@@ -138,8 +138,8 @@ func TestTidalSpecFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := v1alpha1.TidalSpec{DryRun: true, Fallback: &v1alpha1.Fallback{FailureThreshold: 2, Replicas: 3, Behavior: v1alpha1.FallbackStatic}}
-	if ha.Tidal.DryRun != want.DryRun || ha.Tidal.Fallback == nil || *ha.Tidal.Fallback != *want.Fallback {
-		t.Errorf("spec read as %+v (fallback %+v), want %+v (fallback %+v); stored %s", ha.Tidal, ha.Tidal.Fallback, want, want.Fallback, data)
+	if ha.Spec.DryRun != want.DryRun || ha.Spec.Fallback == nil || *ha.Spec.Fallback != *want.Fallback || ha.Spec.MaxReplicas != 5 {
+		t.Errorf("spec read as %+v (fallback %+v), want %+v (fallback %+v); stored %s", ha.Spec.TidalSpec, ha.Spec.Fallback, want, want.Fallback, data)
 	}
 }
 
@@ -245,7 +245,7 @@ func TestValidation(t *testing.T) {
 		{
 			name: "dryRun not a boolean",
 			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":2,"dryRun":"yes"}`,
-			want: []string{"spec.dryRun", "boolean"},
+			want: []string{"spec.dryRun", "must be of type boolean"},
 		},
 		{
 			name: "fallback replicas negative",

@@ -281,7 +281,7 @@ func createAutoscaler(ctx context.Context, dyn dynamic.Interface) error {
 	ha := &v1alpha1.HorizontalAutoscaler{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+		Spec: v1alpha1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: name},
 			MinReplicas:    ptr.To[int32](1),
 			MaxReplicas:    maxReplicas,
@@ -295,7 +295,7 @@ func createAutoscaler(ctx context.Context, dyn dynamic.Interface) error {
 			Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
 				ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(int32(window / time.Second))},
 			},
-		},
+		}},
 	}
 	return harness.CreateHorizontalAutoscaler(ctx, dyn, ha)
 }

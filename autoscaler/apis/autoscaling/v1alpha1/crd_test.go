@@ -185,8 +185,13 @@ status:
 	if err := yaml.UnmarshalStrict([]byte(converted), &ha); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(ha.Spec, native.Spec) || !reflect.DeepEqual(ha.Status.HorizontalPodAutoscalerStatus, native.Status) {
+	if !reflect.DeepEqual(ha.Spec.HorizontalPodAutoscalerSpec, native.Spec) || ha.Spec.TidalSpec != (TidalSpec{}) ||
+		!reflect.DeepEqual(ha.Status.HorizontalPodAutoscalerStatus, native.Status) {
 		t.Errorf("converted spec/status differ:\n%+v\n%+v", ha.Spec, native.Spec)
+	}
+	// And the spec serializes as an HPA's.
+	if a, b := mustJSON(t, ha.Spec), mustJSON(t, native.Spec); a != b {
+		t.Errorf("spec JSON %s, want %s", a, b)
 	}
 	// And the status serializes as an HPA's, tidal's block aside.
 	a, _ := json.Marshal(ha.Status)
@@ -197,4 +202,13 @@ status:
 	if ha.DeepCopy().Spec.Behavior == ha.Spec.Behavior {
 		t.Error("DeepCopy shares spec.behavior")
 	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
 }

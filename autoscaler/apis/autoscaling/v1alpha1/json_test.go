@@ -9,13 +9,15 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
-// TestTidalSpecInSpec: spec.dryRun and spec.fallback are read into Tidal
-// and written back inside spec, by encoding/json, sigs.k8s.io/yaml and the
-// unstructured converter (the dynamic client's).
+// TestTidalSpecInSpec: spec.dryRun and spec.fallback are fields of spec,
+// beside spec.maxReplicas, with encoding/json, sigs.k8s.io/yaml and the
+// unstructured converter (the dynamic client's), and in a list's items.
 func TestTidalSpecInSpec(t *testing.T) {
 	const manifest = `
 apiVersion: autoscaling.tidal.dev/v1alpha1
@@ -33,11 +35,11 @@ status:
 `
 	want := TidalSpec{DryRun: true, Fallback: &Fallback{FailureThreshold: 3, Replicas: 6, Behavior: FallbackCurrentReplicasIfHigher}}
 	var ha HorizontalAutoscaler
-	if err := yaml.Unmarshal([]byte(manifest), &ha); err != nil {
+	if err := yaml.UnmarshalStrict([]byte(manifest), &ha); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(ha.Tidal, want) {
-		t.Errorf("Tidal = %+v, want %+v", ha.Tidal, want)
+	if !reflect.DeepEqual(ha.Spec.TidalSpec, want) || !ha.Spec.DryRun || ha.Spec.Fallback.Replicas != 6 {
+		t.Errorf("TidalSpec = %+v, want %+v", ha.Spec.TidalSpec, want)
 	}
 	if ha.Spec.MaxReplicas != 10 || *ha.Spec.MinReplicas != 2 || ha.Spec.ScaleTargetRef.Name != "web" || ha.Name != "web" ||
 		ha.Status.DesiredReplicas != 4 || ha.Status.Tidal.MetricFailures != 2 {
@@ -56,16 +58,26 @@ status:
 	if spec["dryRun"] != true || spec["fallback"].(map[string]any)["behavior"] != "currentReplicasIfHigher" || spec["maxReplicas"] != float64(10) {
 		t.Errorf("written spec = %v", spec)
 	}
-	if _, ok := generic["Tidal"]; ok {
-		t.Errorf("Tidal written at the top: %s", raw)
+	for _, k := range []string{"HorizontalPodAutoscalerSpec", "TidalSpec"} {
+		if _, ok := spec[k]; ok {
+			t.Errorf("%s written as a field: %s", k, raw)
+		}
+	}
+	var decoded HorizontalAutoscaler
+	if err := json.Unmarshal(raw, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(&decoded, &ha) {
+		t.Errorf("after the JSON round trip:\n%+v\nwant\n%+v", decoded, ha)
 	}
 
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&ha)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u["spec"].(map[string]any)["dryRun"] != true {
-		t.Errorf("unstructured spec = %v", u["spec"])
+	uspec := u["spec"].(map[string]any)
+	if uspec["dryRun"] != true || uspec["maxReplicas"] != int64(10) || uspec["fallback"].(map[string]any)["replicas"] != int64(6) {
+		t.Errorf("unstructured spec = %v", uspec)
 	}
 	var back HorizontalAutoscaler
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, &back); err != nil {
@@ -85,8 +97,12 @@ status:
 	if err := json.Unmarshal(raw, &listBack); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(listBack.Items[0].Tidal, want) {
-		t.Errorf("list item Tidal = %+v", listBack.Items[0].Tidal)
+	if !reflect.DeepEqual(listBack.Items[0].Spec.TidalSpec, want) {
+		t.Errorf("list item TidalSpec = %+v", listBack.Items[0].Spec.TidalSpec)
+	}
+
+	if c := ha.DeepCopy(); c.Spec.Fallback == ha.Spec.Fallback || c.Spec.MinReplicas == ha.Spec.MinReplicas {
+		t.Error("DeepCopy shares spec.fallback or spec.minReplicas")
 	}
 }
 
@@ -98,7 +114,7 @@ func TestNoTidalSpecWritesTheHPASpec(t *testing.T) {
 		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 		MinReplicas:    ptr.To[int32](1), MaxReplicas: 5,
 	}
-	ha := HorizontalAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: spec}
+	ha := HorizontalAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: spec}}
 	raw, err := json.Marshal(ha)
 	if err != nil {
 		t.Fatal(err)
@@ -109,14 +125,61 @@ func TestNoTidalSpecWritesTheHPASpec(t *testing.T) {
 	}
 }
 
-// TestFieldNamesAreCaseSensitive: as the apiserver's serializer, a field
-// spelled in another case is not read.
+// TestNoCustomJSON: the types are encoded by reflection over their json
+// tags alone, as every serializer path (apimachinery's, the unstructured
+// converter, apply) expects of an API type.
+func TestNoCustomJSON(t *testing.T) {
+	marshaler := reflect.TypeFor[json.Marshaler]()
+	unmarshaler := reflect.TypeFor[json.Unmarshaler]()
+	for _, v := range []any{HorizontalAutoscaler{}, HorizontalAutoscalerSpec{}, TidalSpec{}, HorizontalAutoscalerStatus{}, HorizontalAutoscalerList{}} {
+		typ := reflect.TypeOf(v)
+		for _, tt := range []reflect.Type{typ, reflect.PointerTo(typ)} {
+			if tt.Implements(marshaler) || tt.Implements(unmarshaler) {
+				t.Errorf("%v has its own JSON encoding", tt)
+			}
+		}
+	}
+}
+
+// TestFieldNamesAreCaseSensitive: as with the apiserver's serializer, a
+// field spelled in another case is not read, by apimachinery's JSON
+// decoding (utiljson, the codec factory the clients use) nor by the
+// unstructured converter. (encoding/json alone would read it.)
 func TestFieldNamesAreCaseSensitive(t *testing.T) {
-	var ha HorizontalAutoscaler
-	if err := json.Unmarshal([]byte(`{"spec":{"DryRun":true,"MaxReplicas":3}}`), &ha); err != nil {
-		t.Fatal(err)
+	const doc = `{"apiVersion":"autoscaling.tidal.dev/v1alpha1","kind":"HorizontalAutoscaler","spec":{"DryRun":true,"MaxReplicas":3,"Fallback":{"replicas":2}}}`
+	check := func(t *testing.T, ha *HorizontalAutoscaler) {
+		t.Helper()
+		if ha.Spec.DryRun || ha.Spec.MaxReplicas != 0 || ha.Spec.Fallback != nil {
+			t.Errorf("read %+v", ha.Spec)
+		}
 	}
-	if ha.Tidal.DryRun || ha.Spec.MaxReplicas != 0 {
-		t.Errorf("read %+v %+v", ha.Tidal, ha.Spec)
-	}
+	t.Run("utiljson", func(t *testing.T) {
+		var ha HorizontalAutoscaler
+		if err := utiljson.Unmarshal([]byte(doc), &ha); err != nil {
+			t.Fatal(err)
+		}
+		check(t, &ha)
+	})
+	t.Run("codecfactory", func(t *testing.T) {
+		scheme := runtime.NewScheme()
+		if err := AddToScheme(scheme); err != nil {
+			t.Fatal(err)
+		}
+		obj, _, err := serializer.NewCodecFactory(scheme).UniversalDeserializer().Decode([]byte(doc), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, obj.(*HorizontalAutoscaler))
+	})
+	t.Run("unstructured", func(t *testing.T) {
+		var u map[string]any
+		if err := json.Unmarshal([]byte(doc), &u); err != nil {
+			t.Fatal(err)
+		}
+		var ha HorizontalAutoscaler
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, &ha); err != nil {
+			t.Fatal(err)
+		}
+		check(t, &ha)
+	})
 }

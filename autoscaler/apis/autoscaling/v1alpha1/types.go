@@ -24,27 +24,28 @@ type HorizontalAutoscaler struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec is an autoscaling/v2 HorizontalPodAutoscaler spec, field for
-	// field. The schema adds the apiserver's HPA validation (see
-	// hack/crd-schema).
+	// field, plus tidal's optional spec.dryRun and spec.fallback. The
+	// schema adds the apiserver's HPA validation (see hack/crd-schema).
 	//
 	// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",message="maxReplicas must be greater than or equal to minReplicas",fieldPath=".maxReplicas"
-	Spec autoscalingv2.HorizontalPodAutoscalerSpec `json:"spec"`
-
-	// Tidal holds the spec fields tidal adds to autoscaling/v2's (dry run,
-	// fallback). In JSON and YAML they are fields of spec itself
-	// (spec.dryRun, spec.fallback, beside spec.maxReplicas): MarshalJSON
-	// and UnmarshalJSON put them there. In Go they are kept apart so that
-	// Spec stays the autoscaling/v2 type that clients and tests build and
-	// compare. Their schema is added by hack/crd-schema.
-	//
-	// +optional
-	Tidal TidalSpec `json:"-"`
+	// +kubebuilder:validation:XValidation:rule="!has(self.fallback) || (has(self.fallback.behavior) && self.fallback.behavior == 'currentReplicas') || (self.fallback.replicas <= self.maxReplicas && (!has(self.minReplicas) || self.fallback.replicas >= self.minReplicas))",message="fallback.replicas must be within [minReplicas, maxReplicas]",fieldPath=".fallback.replicas"
+	Spec HorizontalAutoscalerSpec `json:"spec"`
 
 	// Status is an autoscaling/v2 HorizontalPodAutoscaler status, plus
 	// tidal's explanation of its last decision.
 	//
 	// +optional
 	Status HorizontalAutoscalerStatus `json:"status,omitempty"`
+}
+
+// HorizontalAutoscalerSpec is the autoscaling/v2 spec with tidal's fields
+// beside its own: both structs are inlined, so in JSON and YAML
+// spec.dryRun and spec.fallback sit next to spec.maxReplicas, and in Go
+// their fields are promoted (ha.Spec.MaxReplicas, ha.Spec.DryRun). Code
+// that takes an autoscaling/v2 spec is handed ha.Spec.HorizontalPodAutoscalerSpec.
+type HorizontalAutoscalerSpec struct {
+	autoscalingv2.HorizontalPodAutoscalerSpec `json:",inline"`
+	TidalSpec                                 `json:",inline"`
 }
 
 // TidalSpec is what tidal adds to the autoscaling/v2 spec. Every field is
@@ -58,14 +59,17 @@ type TidalSpec struct {
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
 	// Fallback scales to a fixed count when every metric has failed for
-	// failureThreshold consecutive syncs; unset, a sync whose metrics all
-	// fail changes nothing, as upstream.
+	// failureThreshold consecutive syncs, and leaves it on the first sync
+	// with a metric computed. Unset, a sync whose metrics all fail changes
+	// nothing, as upstream.
 	// +optional
 	Fallback *Fallback `json:"fallback,omitempty"`
 }
 
 // FallbackBehavior chooses the fallback count, as KEDA's
 // spec.fallback.behavior does.
+//
+// +kubebuilder:validation:Enum=static;currentReplicas;currentReplicasIfHigher;currentReplicasIfLower
 type FallbackBehavior string
 
 const (
@@ -87,15 +91,19 @@ var FallbackBehaviors = []FallbackBehavior{FallbackStatic, FallbackCurrentReplic
 // Fallback is spec.fallback.
 type Fallback struct {
 	// FailureThreshold is the number of consecutive syncs in which every
-	// metric failed after which the autoscaler falls back (at least 1).
+	// metric failed after which the autoscaler falls back.
+	// +kubebuilder:validation:Minimum=1
 	FailureThreshold int32 `json:"failureThreshold"`
-	// Replicas is the fallback replica count (at least 0), kept within
-	// [minReplicas, maxReplicas].
+	// Replicas is the fallback replica count, within [minReplicas,
+	// maxReplicas].
+	// +kubebuilder:validation:Minimum=0
 	Replicas int32 `json:"replicas"`
 	// Behavior is how the fallback count follows from replicas and the
-	// current count: static (the default), currentReplicas,
-	// currentReplicasIfHigher or currentReplicasIfLower.
+	// current count, as KEDA's: static (replicas), currentReplicas (keep
+	// the current count), currentReplicasIfHigher (the higher of the two),
+	// currentReplicasIfLower (the lower of the two).
 	// +optional
+	// +kubebuilder:default=static
 	Behavior FallbackBehavior `json:"behavior,omitempty"`
 }
 
