@@ -262,24 +262,26 @@ func TestChartOptions(t *testing.T) {
 	t.Run("delegate.externalMetrics", func(t *testing.T) {
 		const url = "https://keda-operator-metrics-apiserver.keda.svc:443"
 		const ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"
-		objs := helmTemplate(t, "--set", "delegate.externalMetrics="+url, "--set", "delegate.caBundle="+ca)
+		const customURL = "https://prometheus-adapter.monitoring.svc:443"
+		objs := helmTemplate(t, "--set", "delegate.externalMetrics="+url, "--set", "delegate.customMetrics="+customURL, "--set", "delegate.caBundle="+ca)
 		d := typed[appsv1.Deployment](t, find(t, objs, "Deployment", namespace, "tidal-adapter"))
 		args := d.Spec.Template.Spec.Containers[0].Args
-		for _, want := range []string{"--delegate-external-metrics=" + url, "--delegate-ca-file=/etc/tidal/delegate/ca.crt"} {
+		for _, want := range []string{"--delegate-external-metrics=" + url, "--delegate-custom-metrics=" + customURL, "--delegate-ca-file=/etc/tidal/delegate/ca.crt"} {
 			if !slices.Contains(args, want) {
 				t.Errorf("adapter args lack %s: %v", want, args)
 			}
 		}
 		cm := typed[corev1.ConfigMap](t, find(t, objs, "ConfigMap", namespace, "tidal-adapter-delegate"))
-		if cm.Data["url"] != url || strings.TrimSpace(cm.Data["ca.crt"]) != ca {
+		if cm.Data["external.url"] != url || strings.TrimSpace(cm.Data["external.ca.crt"]) != ca || strings.TrimSpace(cm.Data["ca.crt"]) != ca {
 			t.Errorf("delegate ConfigMap %v", cm.Data)
 		}
 		if !strings.Contains(strings.Join(keysOfVolumes(t, objs), " "), "configMap:tidal-adapter-delegate") {
 			t.Errorf("adapter does not mount the delegate's CA: %v", keysOfVolumes(t, objs))
 		}
 		role := typed[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "", "tidal-adapter-delegate-reader"))
-		if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].APIGroups, []string{"external.metrics.k8s.io"}) || !slices.Equal(role.Rules[0].Verbs, []string{"get"}) {
-			t.Errorf("delegate reader rules %+v, want get on external.metrics.k8s.io only", role.Rules)
+		if len(role.Rules) != 2 || !slices.Equal(role.Rules[0].APIGroups, []string{"external.metrics.k8s.io"}) || !slices.Equal(role.Rules[1].APIGroups, []string{"custom.metrics.k8s.io"}) ||
+			!slices.Equal(role.Rules[0].Verbs, []string{"get"}) || !slices.Equal(role.Rules[1].Verbs, []string{"get"}) {
+			t.Errorf("delegate reader rules %+v, want get on external.metrics.k8s.io and custom.metrics.k8s.io only", role.Rules)
 		}
 		binding := typed[rbacv1.ClusterRoleBinding](t, find(t, objs, "ClusterRoleBinding", "", "tidal-adapter-delegate-reader"))
 		if len(binding.Subjects) != 1 || binding.Subjects[0].Name != "tidal-adapter" || binding.Subjects[0].Namespace != namespace {
@@ -390,6 +392,7 @@ func TestChartSchemaRejects(t *testing.T) {
 		{[]string{"rules.backends[0].name=b", "rules.backends[0].url=http://b:9090", "rules.backends[0].inheritauth=true"}, "at '/rules/backends/0': additional properties 'inheritauth' not allowed"},
 		{[]string{"delegate.externalMetrics=http://keda.svc:80"}, "at '/delegate/externalMetrics': 'http://keda.svc:80' does not match pattern"},
 		{[]string{"delegate.externalMetrics=auto"}, "delegate.externalMetrics=auto found no other server owning the APIService v1beta1.external.metrics.k8s.io"},
+		{[]string{"delegate.customMetrics=auto"}, "delegate.customMetrics=auto found no other server owning the APIService v1beta1.custom.metrics.k8s.io"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.set, ","), func(t *testing.T) {

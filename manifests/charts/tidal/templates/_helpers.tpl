@@ -174,31 +174,33 @@ external.
 {{- end -}}
 
 {{- /*
-The delegate of external.metrics.k8s.io, as JSON {"url", "ca"} ({} when
-off): delegate.externalMetrics as given, or with "auto" the one an earlier
-release kept in the <adapter>-delegate ConfigMap, else the Service and CA of
-the APIService v1beta1.external.metrics.k8s.io when a Service other than
-Tidal's owns it.
+The delegate of an API group (dict "ctx" $ "api" "external"|"custom"), as
+JSON {"url", "ca"} ({} when off): delegate.<api>Metrics as given, or with
+"auto" the one an earlier release kept in the <adapter>-delegate ConfigMap,
+else the Service and CA of the group's v1beta1 APIService when a Service
+other than Tidal's owns it.
 */ -}}
 {{- define "tidal.delegate" -}}
-{{- $d := .Values.delegate | default dict -}}
-{{- $v := $d.externalMetrics | default "" -}}
-{{- $adapter := include "tidal.adapter" . -}}
+{{- $ctx := .ctx -}}
+{{- $group := printf "%s.metrics.k8s.io" .api -}}
+{{- $d := $ctx.Values.delegate | default dict -}}
+{{- $v := get $d (printf "%sMetrics" .api) | default "" -}}
+{{- $adapter := include "tidal.adapter" $ctx -}}
 {{- $out := dict -}}
 {{- if eq $v "auto" -}}
-{{- $kept := lookup "v1" "ConfigMap" .Release.Namespace (printf "%s-delegate" $adapter) -}}
-{{- if and $kept $kept.data (get $kept.data "url") -}}
-{{- $out = dict "url" (get $kept.data "url") "ca" (get $kept.data "ca.crt" | default "") -}}
+{{- $kept := lookup "v1" "ConfigMap" $ctx.Release.Namespace (printf "%s-delegate" $adapter) -}}
+{{- if and $kept $kept.data (get $kept.data (printf "%s.url" .api)) -}}
+{{- $out = dict "url" (get $kept.data (printf "%s.url" .api)) "ca" (get $kept.data (printf "%s.ca.crt" .api) | default "") -}}
 {{- else -}}
-{{- $as := lookup "apiregistration.k8s.io/v1" "APIService" "" "v1beta1.external.metrics.k8s.io" -}}
+{{- $as := lookup "apiregistration.k8s.io/v1" "APIService" "" (printf "v1beta1.%s" $group) -}}
 {{- $svc := dict -}}
 {{- if and $as $as.spec $as.spec.service -}}{{- $svc = $as.spec.service -}}{{- end -}}
-{{- if and $svc.name (not (and (eq $svc.name $adapter) (eq $svc.namespace .Release.Namespace))) -}}
+{{- if and $svc.name (not (and (eq $svc.name $adapter) (eq $svc.namespace $ctx.Release.Namespace))) -}}
 {{- $out = dict "url" (printf "https://%s.%s.svc:%v" $svc.name $svc.namespace ($svc.port | default 443)) "ca" (($as.spec.caBundle | default "") | b64dec) -}}
 {{- end -}}
 {{- end -}}
 {{- if not $out.url -}}
-{{- fail "delegate.externalMetrics=auto found no other server owning the APIService v1beta1.external.metrics.k8s.io (and none kept by an earlier release; helm template cannot look it up): set delegate.externalMetrics to the delegate's https URL, or leave it empty" -}}
+{{- fail (printf "delegate.%sMetrics=auto found no other server owning the APIService v1beta1.%s (and none kept by an earlier release; helm template cannot look it up): set delegate.%sMetrics to the delegate's https URL, or leave it empty" .api $group .api) -}}
 {{- end -}}
 {{- else if $v -}}
 {{- $out = dict "url" $v "ca" ($d.caBundle | default "") -}}

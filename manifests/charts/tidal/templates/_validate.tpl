@@ -76,16 +76,18 @@ objects of other releases anyway; this also names objects applied without
 Helm, and says what to do. helm template cannot look up: nothing to check. */ -}}
 {{- if ne (toString .Values.apiServices.register) "false" -}}
 {{- $adapter := include "tidal.adapter" . -}}
-{{- $delegate := include "tidal.delegate" . | fromJson -}}
+{{- $shares := dict "external.metrics.k8s.io" (include "tidal.delegate" (dict "ctx" . "api" "external") | fromJson).url "custom.metrics.k8s.io" (include "tidal.delegate" (dict "ctx" . "api" "custom") | fromJson).url -}}
 {{- range $api := include "tidal.apiServices" . | fromJsonArray -}}
 {{- $name := printf "%s.%s" (index $api 1) (index $api 0) -}}
 {{- $as := lookup "apiregistration.k8s.io/v1" "APIService" "" $name -}}
 {{- if and $as $as.spec $as.spec.service -}}
 {{- $svc := $as.spec.service -}}
 {{- $ours := and (eq $svc.name $adapter) (eq $svc.namespace $.Release.Namespace) -}}
-{{- $shared := and (eq (index $api 0) "external.metrics.k8s.io") $delegate.url -}}
+{{- $shared := get $shares (index $api 0) -}}
 {{- if not (or $ours $shared) -}}
-{{- fail (printf "APIService %s is served by %s/%s, not by this release's adapter: set apiServices.register=false and follow docs/migration.md to replace that server without a gap, delegate.externalMetrics=auto to share external.metrics.k8s.io with it, or turn this API off (apiServices.%s=false)" $name $svc.namespace $svc.name (get (dict "custom.metrics.k8s.io" "custom" "external.metrics.k8s.io" "external" "metrics.k8s.io" "resource") (index $api 0))) -}}
+{{- $api := get (dict "custom.metrics.k8s.io" "custom" "external.metrics.k8s.io" "external" "metrics.k8s.io" "resource") (index $api 0) -}}
+{{- $share := ternary "" (printf ", delegate.%sMetrics=auto to share the group with it" $api) (eq $api "resource") -}}
+{{- fail (printf "APIService %s is served by %s/%s, not by this release's adapter: set apiServices.register=false and follow docs/migration.md to replace that server without a gap%s, or turn this API off (apiServices.%s=false)" $name $svc.namespace $svc.name $share $api) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
