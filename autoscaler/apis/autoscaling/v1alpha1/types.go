@@ -24,7 +24,8 @@ type HorizontalAutoscaler struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec is an autoscaling/v2 HorizontalPodAutoscaler spec, field for
-	// field, plus tidal's optional spec.dryRun and spec.fallback. The
+	// field, plus tidal's optional fields (spec.dryRun, spec.fallback,
+	// spec.scaleDownPodSelection, spec.holdScaleDownDuringRollout). The
 	// schema adds the apiserver's HPA validation (see hack/crd-schema).
 	//
 	// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",message="maxReplicas must be greater than or equal to minReplicas",fieldPath=".maxReplicas"
@@ -64,6 +65,38 @@ type TidalSpec struct {
 	// nothing, as upstream.
 	// +optional
 	Fallback *Fallback `json:"fallback,omitempty"`
+	// ScaleDownPodSelection removes the least loaded pods first when the
+	// autoscaler scales a Deployment or ReplicaSet down: before writing
+	// the smaller count to /scale, it sets the annotation
+	// controller.kubernetes.io/pod-deletion-cost of the target's pods from
+	// their values of the named metric (higher load, higher cost), which
+	// the ReplicaSet controller deletes lowest first. Unset, pods are
+	// never written.
+	// +optional
+	ScaleDownPodSelection *ScaleDownPodSelection `json:"scaleDownPodSelection,omitempty"`
+	// HoldScaleDownDuringRollout keeps the replica count instead of
+	// scaling a Deployment down while its rollout is in progress (as
+	// kubectl rollout status sees it); scaling up is not held.
+	// +optional
+	HoldScaleDownDuringRollout bool `json:"holdScaleDownDuringRollout,omitempty"`
+}
+
+// ScaleDownPodSelection is spec.scaleDownPodSelection.
+type ScaleDownPodSelection struct {
+	// Metric names the spec.metrics entry whose per-pod values rank the
+	// pods: a Resource or a Pods metric.
+	Metric PodSelectionMetric `json:"metric"`
+}
+
+// PodSelectionMetric names a per-pod metric of spec.metrics.
+type PodSelectionMetric struct {
+	// Type is Resource or Pods.
+	// +kubebuilder:validation:Enum=Resource;Pods
+	Type autoscalingv2.MetricSourceType `json:"type"`
+	// Name is the resource's name (cpu, memory) for a Resource metric,
+	// the metric's name for a Pods metric.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
 }
 
 // FallbackBehavior chooses the fallback count, as KEDA's
