@@ -23,6 +23,12 @@ const (
 	// MetricFailuresAnnotation is status.tidal.metricFailures, written with
 	// the status (an HPA's status update keeps metadata changes).
 	MetricFailuresAnnotation = "autoscaling.tidal.dev/metric-failures"
+	// ScaleDownPodSelectionAnnotation is spec.scaleDownPodSelection as
+	// JSON, e.g. {"metric":{"type":"Resource","name":"cpu"}}.
+	ScaleDownPodSelectionAnnotation = "autoscaling.tidal.dev/scale-down-pod-selection"
+	// HoldScaleDownDuringRolloutAnnotation is
+	// spec.holdScaleDownDuringRollout: "true" or "false".
+	HoldScaleDownDuringRolloutAnnotation = "autoscaling.tidal.dev/hold-scale-down-during-rollout"
 )
 
 // Extensions is what tidal adds to an autoscaler's spec, however it is
@@ -38,6 +44,18 @@ type Extensions struct {
 	// cautious reading: no /scale writes); a fallback that cannot be used
 	// is ignored.
 	DryRunProblem, FallbackProblem string
+
+	// PodSelection is nil when unset or unreadable; whether its metric is
+	// among spec.metrics is checked by the reconcile.
+	PodSelection *v1alpha1.ScaleDownPodSelection
+	// HoldScaleDownDuringRollout: no scale-down of a Deployment whose
+	// rollout is in progress.
+	HoldScaleDownDuringRollout bool
+	// PodSelectionProblem and HoldProblem are as DryRunProblem. A pod
+	// selection that cannot be read is ignored (pods are not written); a
+	// hold that cannot be read is taken as set (the cautious reading: a
+	// scale-down waits for the rollout).
+	PodSelectionProblem, HoldProblem string
 }
 
 // ValidateFallback checks f as the CRD's schema does (the value may come
@@ -54,9 +72,12 @@ func ValidateFallback(f v1alpha1.Fallback) error {
 	return nil
 }
 
-// crdExtensions reads spec.dryRun and spec.fallback.
+// crdExtensions reads tidal's spec fields.
 func crdExtensions(t v1alpha1.TidalSpec) Extensions {
-	e := Extensions{DryRun: t.DryRun}
+	e := Extensions{DryRun: t.DryRun, HoldScaleDownDuringRollout: t.HoldScaleDownDuringRollout}
+	if t.ScaleDownPodSelection != nil {
+		e.PodSelection = t.ScaleDownPodSelection.DeepCopy()
+	}
 	if t.Fallback != nil {
 		if err := ValidateFallback(*t.Fallback); err != nil {
 			e.FallbackProblem = fmt.Sprintf("spec.fallback is invalid and ignored: %v", err)
@@ -67,12 +88,51 @@ func crdExtensions(t v1alpha1.TidalSpec) Extensions {
 	return e
 }
 
-// fallbackExample is a valid annotation value, for problem messages.
-const fallbackExample = `{"failureThreshold":3,"replicas":5,"behavior":"static"}`
+// fallbackExample and podSelectionExample are valid annotation values,
+// for problem messages.
+const (
+	fallbackExample     = `{"failureThreshold":3,"replicas":5,"behavior":"static"}`
+	podSelectionExample = `{"metric":{"type":"Resource","name":"cpu"}}`
+)
 
-// annotationExtensions reads DryRunAnnotation and FallbackAnnotation.
+// decodeStrict decodes one JSON value into v, refusing unknown fields.
+func decodeStrict(value string, v any) error {
+	dec := json.NewDecoder(bytes.NewReader([]byte(value)))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = fmt.Errorf("more than one JSON value")
+	}
+	return err
+}
+
+// annotationExtensions reads native mode's annotations.
 func annotationExtensions(annotations map[string]string) Extensions {
 	var e Extensions
+	if v, ok := annotations[HoldScaleDownDuringRolloutAnnotation]; ok {
+		switch v {
+		case "true":
+			e.HoldScaleDownDuringRollout = true
+		case "false":
+		default:
+			e.HoldScaleDownDuringRollout = true
+			e.HoldProblem = fmt.Sprintf("annotation %s is %s, neither \"true\" nor \"false\": taken as \"true\" (scale-downs wait for a rollout in progress) until it is set to one of them",
+				HoldScaleDownDuringRolloutAnnotation, strconv.Quote(v))
+		}
+	}
+	if v, ok := annotations[ScaleDownPodSelectionAnnotation]; ok {
+		var p v1alpha1.ScaleDownPodSelection
+		err := decodeStrict(v, &p)
+		if err == nil && p.Metric.Name == "" {
+			err = fmt.Errorf("metric.name is empty")
+		}
+		if err != nil {
+			e.PodSelectionProblem = fmt.Sprintf("annotation %s is invalid and ignored (%v): set it to JSON like %s (type Resource or Pods, name a metric of spec.metrics)",
+				ScaleDownPodSelectionAnnotation, err, podSelectionExample)
+		} else {
+			e.PodSelection = &p
+		}
+	}
 	if v, ok := annotations[DryRunAnnotation]; ok {
 		switch v {
 		case "true":
@@ -86,12 +146,7 @@ func annotationExtensions(annotations map[string]string) Extensions {
 	}
 	if v, ok := annotations[FallbackAnnotation]; ok {
 		var f v1alpha1.Fallback
-		dec := json.NewDecoder(bytes.NewReader([]byte(v)))
-		dec.DisallowUnknownFields()
-		err := dec.Decode(&f)
-		if err == nil && dec.More() {
-			err = fmt.Errorf("more than one JSON value")
-		}
+		err := decodeStrict(v, &f)
 		if err == nil {
 			err = ValidateFallback(f)
 		}
