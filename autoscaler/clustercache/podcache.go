@@ -17,7 +17,9 @@ func CacheTransform(obj any) (any, error) {
 }
 
 // slimPod cuts p down, in place, to what the controller reads of a pod:
-// its name, namespace, labels (selectors) and deletion timestamp; the
+// its name, namespace, labels (selectors) and deletion timestamp, and of
+// its annotations only controller.kubernetes.io/pod-deletion-cost (which
+// spec.scaleDownPodSelection writes only when it changes); the
 // requests and restart policies of its containers, its pod-level requests
 // and its overhead (replicas.FromV1Pod, with upstream's
 // resourcehelpers.PodRequests); its phase, start time and Ready
@@ -25,9 +27,13 @@ func CacheTransform(obj any) (any, error) {
 // cluster, and a pod's environment, volumes, annotations and container
 // statuses are most of its size.
 func slimPod(p *corev1.Pod) *corev1.Pod {
+	var annotations map[string]string
+	if v, ok := p.Annotations[corev1.PodDeletionCost]; ok {
+		annotations = map[string]string{corev1.PodDeletionCost: v}
+	}
 	p.ObjectMeta = metav1.ObjectMeta{
 		Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-		Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp,
+		Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp, Annotations: annotations,
 	}
 	resources := p.Spec.Resources
 	p.Spec = corev1.PodSpec{

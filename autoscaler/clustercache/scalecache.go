@@ -133,6 +133,43 @@ func (c *ScaleCache) Wrote(gr schema.GroupResource, namespace, name, resourceVer
 	c.written[scaleKey{gr: gr, namespace: namespace, name: name}] = writtenScale{resourceVersion: resourceVersion, at: c.clock.Now()}
 }
 
+// Deployment returns the cached Deployment namespace/name, cut down to its
+// scale and rollout state (generation, spec.replicas, status.replicas,
+// observedGeneration, updatedReplicas, availableReplicas and the reason of
+// its Progressing condition); false when the cache cannot answer (its
+// informer not started or synced, or no such Deployment). Do not modify it.
+func (c *ScaleCache) Deployment(namespace, name string) (*appsv1.Deployment, bool) {
+	if c == nil {
+		return nil, false
+	}
+	inf := c.informer(schema.GroupResource{Group: "apps", Resource: "deployments"})
+	if inf == nil || !inf.HasSynced() {
+		return nil, false
+	}
+	obj, exists, err := inf.GetIndexer().GetByKey(namespace + "/" + name)
+	if err != nil || !exists {
+		return nil, false
+	}
+	d, ok := obj.(*appsv1.Deployment)
+	return d, ok
+}
+
+// rolloutStatus keeps of a Deployment's status what a Scale and the
+// rollout state read: the replica counts, the observed generation and the
+// Progressing condition's type, status and reason.
+func rolloutStatus(st appsv1.DeploymentStatus) appsv1.DeploymentStatus {
+	out := appsv1.DeploymentStatus{
+		Replicas: st.Replicas, ObservedGeneration: st.ObservedGeneration,
+		UpdatedReplicas: st.UpdatedReplicas, AvailableReplicas: st.AvailableReplicas,
+	}
+	for _, c := range st.Conditions {
+		if c.Type == appsv1.DeploymentProgressing {
+			out.Conditions = []appsv1.DeploymentCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason}}
+		}
+	}
+	return out
+}
+
 // informer returns the informer of gr, starting it on first use; nil for
 // kinds the cache does not handle or before Start.
 func (c *ScaleCache) informer(gr schema.GroupResource) cache.SharedIndexInformer {
@@ -201,7 +238,8 @@ func scaleOf(obj any) (*autoscalingv1.Scale, bool) {
 
 // ScaleTransform drops from cached workload objects what a Scale does not
 // need (pod templates, managed fields, annotations, conditions), so that
-// caching every Deployment of a cluster costs little memory.
+// caching every Deployment of a cluster costs little memory. A Deployment
+// also keeps what its rollout state needs (see Deployment).
 func ScaleTransform(obj any) (any, error) {
 	slim := func(m *metav1.ObjectMeta) {
 		m.ManagedFields, m.Annotations, m.Labels, m.OwnerReferences, m.Finalizers = nil, nil, nil, nil, nil
@@ -210,7 +248,7 @@ func ScaleTransform(obj any) (any, error) {
 	case *appsv1.Deployment:
 		slim(&o.ObjectMeta)
 		o.Spec = appsv1.DeploymentSpec{Replicas: o.Spec.Replicas, Selector: o.Spec.Selector}
-		o.Status = appsv1.DeploymentStatus{Replicas: o.Status.Replicas}
+		o.Status = rolloutStatus(o.Status)
 	case *appsv1.ReplicaSet:
 		slim(&o.ObjectMeta)
 		o.Spec = appsv1.ReplicaSetSpec{Replicas: o.Spec.Replicas, Selector: o.Spec.Selector}
