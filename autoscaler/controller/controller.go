@@ -153,12 +153,14 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting the autoscaler controller", "kind", c.r.source.Kind(), "workers", workers)
 	c.takeOver(logger)
+	c.r.monitor.SetLeading(true)
 
 	var wg sync.WaitGroup
 	defer func() {
 		c.queue.ShutDown()
 		wg.Wait()
 		c.ready.Store(false)
+		c.r.monitor.SetLeading(false)
 		logger.Info("Stopped the autoscaler controller", "kind", c.r.source.Kind())
 	}()
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
@@ -140,6 +141,27 @@ func TestRunReconcilesNativeHPAs(t *testing.T) {
 	if got := metricValue(t, reg, "tidal_autoscaler_autoscalers", nil); got != 1 {
 		t.Errorf("autoscalers = %v, want 1", got)
 	}
+	// The per-object series, as kube-state-metrics' for HPAs.
+	web := map[string]string{"namespace": ns, "hpa_name": "web"}
+	for name, want := range map[string]float64{
+		"tidal_autoscaler_hpa_status_desired_replicas": 5, "tidal_autoscaler_hpa_status_current_replicas": 3,
+		"tidal_autoscaler_hpa_spec_min_replicas": 1, "tidal_autoscaler_hpa_spec_max_replicas": 10,
+	} {
+		if got := metricValue(t, reg, name, web); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if got := metricValue(t, reg, "tidal_autoscaler_hpa_scale_events_total", map[string]string{"namespace": ns, "hpa_name": "web",
+		"direction": monitor.DirectionUp, "reason": monitor.ScaleReasonMetric}); got != 1 {
+		t.Errorf("hpa_scale_events_total{up,metric_above_target} = %v, want 1", got)
+	}
+	if got := metricValue(t, reg, "tidal_autoscaler_hpa_spec_target_metric", map[string]string{"namespace": ns, "hpa_name": "web",
+		"metric_name": "cpu", "metric_target_type": "utilization"}); got != 30 {
+		t.Errorf("hpa_spec_target_metric{cpu,utilization} = %v, want 30", got)
+	}
+	if got := metricValue(t, reg, "tidal_autoscaler_leader", nil); got != 1 {
+		t.Errorf("leader = %v while running, want 1", got)
+	}
 	mfs, err := reg.Gather()
 	must(t, err)
 	names := map[string]bool{}
@@ -153,6 +175,20 @@ func TestRunReconcilesNativeHPAs(t *testing.T) {
 		"workqueue_adds_total", "workqueue_depth", "workqueue_queue_duration_seconds", "workqueue_work_duration_seconds"} {
 		if !names[want] {
 			t.Errorf("metric %s not registered; have %v", want, names)
+		}
+	}
+
+	// Deleting the HPA drops its series.
+	must(t, kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Delete(ctx, "web", metav1.DeleteOptions{}))
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		n, err := testutil.GatherAndCount(reg, "tidal_autoscaler_hpa_spec_max_replicas", "tidal_autoscaler_hpa_scale_events_total",
+			"tidal_autoscaler_hpa_status_condition", "tidal_autoscaler_hpa_spec_target_metric", "tidal_autoscaler_hpa_status_target_metric")
+		must(t, err)
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d tidal_autoscaler_hpa_* series 10s after the HPA was deleted, want 0", n)
 		}
 	}
 }

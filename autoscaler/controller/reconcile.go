@@ -89,6 +89,7 @@ func (r *reconciler) reconcileKey(ctx context.Context, key string) (deleted bool
 	if apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).V(2).Info("Autoscaler has been deleted", "kind", r.source.Kind(), "autoscaler", klog.KRef(namespace, name))
 		r.history.Forget(key)
+		r.monitor.Forget(namespace, name) // a reconcile that ended after the delete event
 		return true, nil
 	}
 	if err != nil {
@@ -134,6 +135,7 @@ func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key strin
 	start := r.clock.Now()
 	defer func() {
 		r.monitor.ObserveReconciliation(action, errorLabel(retErr), r.clock.Since(start))
+		r.observeObject(obj)
 	}()
 
 	spec := obj.HPASpec()
@@ -168,6 +170,7 @@ func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key strin
 			return err
 		}
 		scaledAt = &s.now
+		r.observeScale(s, desired)
 		action = monitor.ActionScaleDown
 		if desired > s.current {
 			action = monitor.ActionScaleUp

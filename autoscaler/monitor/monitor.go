@@ -1,7 +1,9 @@
 // Package monitor is the autoscaler's own metrics, the equivalent of
 // upstream's horizontal_pod_autoscaler_controller_* metrics under
 // tidal_autoscaler_*, and its work queue's metrics under the names client-go
-// gives them in kube-controller-manager. All are client_golang collectors,
+// gives them in kube-controller-manager, and the per-object
+// tidal_autoscaler_hpa_* series (objects.go) that mirror kube-state-metrics'
+// kube_horizontalpodautoscaler_*. All are client_golang collectors,
 // registered with the Registerer given to New.
 package monitor
 
@@ -37,6 +39,9 @@ type Monitor struct {
 	desiredReplicas           *prometheus.GaugeVec
 	dryRunDesiredReplicas     *prometheus.GaugeVec
 	fallbackActive            *prometheus.GaugeVec
+	leader                    prometheus.Gauge
+	// objects are the per-object tidal_autoscaler_hpa_* series (objects.go).
+	objects *objectMetrics
 	// queue is the work queue's metrics provider.
 	queue *queueMetrics
 }
@@ -81,13 +86,19 @@ func New(reg prometheus.Registerer) (*Monitor, error) {
 			Namespace: ns, Subsystem: sub, Name: "fallback_active",
 			Help: "1 while an autoscaler's fallback count applies (every metric failed in failureThreshold consecutive syncs), else 0 (only autoscalers with a fallback).",
 		}, []string{"namespace", "hpa_name"}),
-		queue: newQueueMetrics(),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "leader",
+			Help: "1 while this replica leads and runs the controller, else 0 (a standby waiting for the lease).",
+		}),
+		objects: newObjectMetrics(ns, sub),
+		queue:   newQueueMetrics(),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range append([]prometheus.Collector{m.reconciliations, m.reconciliationDuration, m.metricComputations,
-		m.metricComputationDuration, m.autoscalers, m.desiredReplicas, m.dryRunDesiredReplicas, m.fallbackActive}, m.queue.collectors()...) {
+		m.metricComputationDuration, m.autoscalers, m.desiredReplicas, m.dryRunDesiredReplicas, m.fallbackActive, m.leader},
+		append(m.objects.collectors(), m.queue.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -143,8 +154,18 @@ func (m *Monitor) ObserveFallback(namespace, name string, configured, active boo
 	m.fallbackActive.WithLabelValues(namespace, name).Set(v)
 }
 
+// SetLeading records whether this replica runs the controller.
+func (m *Monitor) SetLeading(leading bool) {
+	v := 0.0
+	if leading {
+		v = 1
+	}
+	m.leader.Set(v)
+}
+
 // Forget drops the per-object series of a deleted autoscaler.
 func (m *Monitor) Forget(namespace, name string) {
+	m.objects.forget(namespace, name)
 	m.desiredReplicas.DeleteLabelValues(namespace, name)
 	m.dryRunDesiredReplicas.DeleteLabelValues(namespace, name)
 	m.fallbackActive.DeleteLabelValues(namespace, name)
