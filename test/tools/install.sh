@@ -2,7 +2,7 @@
 # install.sh builds (once) and installs the real servers Tidal's tests start:
 # etcd, kube-apiserver, kube-controller-manager, kubectl (from test/tools/go.mod),
 # kwok and helm (pinned versions from the Go module proxy), Prometheus
-# (Debian's package) and the peers (prometheus-adapter from test/bench/peer).
+# (Debian's package, with promtool) and the peers (prometheus-adapter from test/bench/peer).
 # Binaries land in a cache folder keyed by everything that decides their
 # content, so a second run is instant and a version bump rebuilds.
 #
@@ -39,6 +39,12 @@ if ! command -v prometheus >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive ${sudo_cmd} apt-get install -y -qq --no-install-recommends prometheus >&2
 fi
 ln -sf "$(command -v prometheus)" "${dir}/prometheus"
+# promtool (the same package) checks and unit-tests the chart's alerts.
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "tools: promtool not found beside prometheus ($(command -v prometheus)); Debian's prometheus package ships it" >&2
+  exit 1
+fi
+ln -sf "$(command -v promtool)" "${dir}/promtool"
 
 if [ -f "${dir}/.complete" ]; then
   log "cached in ${dir}"
