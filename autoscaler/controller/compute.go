@@ -41,6 +41,14 @@ type metricsResult struct {
 	statuses []autoscalingv2.MetricStatus
 	// outcomes parallels spec.metrics; nil when the selector was rejected.
 	outcomes []decision.MetricOutcome
+	// samples parallels spec.metrics: the per-pod values a Resource or
+	// Pods metric was computed from (nil for other metrics and failed
+	// reads), which spec.scaleDownPodSelection reuses.
+	samples []replicas.PodSamples
+	// pods and v1Pods are the pods the selector matched, as the
+	// calculator and as the cache holds them.
+	pods   []replicas.Pod
+	v1Pods []*corev1.Pod
 }
 
 // computeMetrics validates the scale's selector, then computes every
@@ -59,10 +67,13 @@ func (r *reconciler) computeMetrics(ctx context.Context, obj source.Object, key 
 	res := metricsResult{
 		statuses: make([]autoscalingv2.MetricStatus, len(specs)),
 		outcomes: make([]decision.MetricOutcome, len(specs)),
+		samples:  make([]replicas.PodSamples, len(specs)),
+		pods:     run.pods, v1Pods: pods,
 	}
 	for i, spec := range specs {
 		start := time.Now()
-		out, st := r.computeMetric(ctx, run, spec)
+		out, st, samples := r.computeMetric(ctx, run, spec)
+		res.samples[i] = samples
 		if !out.Valid() {
 			r.recorder.Event(obj.Runtime(), corev1.EventTypeWarning, out.EventReason, out.EventMessage)
 		} else {
@@ -136,12 +147,13 @@ func (r *reconciler) validateSelector(obj source.Object, key, selector string) (
 	return sel, pods, nil
 }
 
-// computeMetric computes one metric: its outcome and, when valid, its
-// status.currentMetrics entry.
-func (r *reconciler) computeMetric(ctx context.Context, run metricsRun, spec autoscalingv2.MetricSpec) (decision.MetricOutcome, autoscalingv2.MetricStatus) {
+// computeMetric computes one metric: its outcome, when valid its
+// status.currentMetrics entry, and the per-pod samples it read (Resource,
+// ContainerResource and Pods metrics).
+func (r *reconciler) computeMetric(ctx context.Context, run metricsRun, spec autoscalingv2.MetricSpec) (decision.MetricOutcome, autoscalingv2.MetricStatus, replicas.PodSamples) {
 	method, fail := decision.Plan(spec)
 	if fail != nil {
-		return *fail, autoscalingv2.MetricStatus{}
+		return *fail, autoscalingv2.MetricStatus{}, nil
 	}
 	var (
 		n   proposed
@@ -170,18 +182,20 @@ func (r *reconciler) computeMetric(ctx context.Context, run metricsRun, spec aut
 		err = fmt.Errorf("unknown metric computation %d", method)
 	}
 	if err != nil {
-		return decision.Failed(spec, err), autoscalingv2.MetricStatus{}
+		return decision.Failed(spec, err), autoscalingv2.MetricStatus{}, nil
 	}
 	out := decision.Succeeded(spec, n.replicas)
 	out.WithinTolerance = n.withinTolerance
-	return out, st
+	return out, st, n.samples
 }
 
-// proposed is one metric's replica proposal, and whether its usage ratio
-// was within the tolerance (the proposal is then the current count).
+// proposed is one metric's replica proposal, whether its usage ratio was
+// within the tolerance (the proposal is then the current count), and the
+// per-pod samples it was computed from (nil for metrics without).
 type proposed struct {
 	replicas        int32
 	withinTolerance bool
+	samples         replicas.PodSamples
 }
 
 func (r *reconciler) resourceMetric(ctx context.Context, run metricsRun, name corev1.ResourceName, container string, target autoscalingv2.MetricTarget) (proposed, autoscalingv2.MetricValueStatus, error) {
@@ -196,7 +210,7 @@ func (r *reconciler) resourceMetric(ctx context.Context, run metricsRun, name co
 			return proposed{}, autoscalingv2.MetricValueStatus{}, err
 		}
 		q := resourceQuantity(name, p.Usage)
-		return proposed{p.Replicas, p.WithinTolerance}, autoscalingv2.MetricValueStatus{AverageValue: &q}, nil
+		return proposed{p.Replicas, p.WithinTolerance, samples}, autoscalingv2.MetricValueStatus{AverageValue: &q}, nil
 	}
 	p, err := r.cfg.Calculator.ResourceUtilization(in, name, container, *target.AverageUtilization)
 	if err != nil {
@@ -204,7 +218,7 @@ func (r *reconciler) resourceMetric(ctx context.Context, run metricsRun, name co
 	}
 	q := resourceQuantity(name, p.RawAverage)
 	util := p.Utilization
-	return proposed{p.Replicas, p.WithinTolerance}, autoscalingv2.MetricValueStatus{AverageUtilization: &util, AverageValue: &q}, nil
+	return proposed{p.Replicas, p.WithinTolerance, samples}, autoscalingv2.MetricValueStatus{AverageUtilization: &util, AverageValue: &q}, nil
 }
 
 // resourceQuantity formats a resource usage as upstream (and
@@ -231,7 +245,7 @@ func (r *reconciler) podsMetric(ctx context.Context, run metricsRun, src *autosc
 	if err != nil {
 		return proposed{}, autoscalingv2.MetricStatus{}, err
 	}
-	return proposed{p.Replicas, p.WithinTolerance}, autoscalingv2.MetricStatus{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricStatus{
+	return proposed{p.Replicas, p.WithinTolerance, samples}, autoscalingv2.MetricStatus{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricStatus{
 		Metric:  autoscalingv2.MetricIdentifier{Name: src.Metric.Name, Selector: src.Metric.Selector},
 		Current: autoscalingv2.MetricValueStatus{AverageValue: resource.NewMilliQuantity(p.Usage, resource.DecimalSI)},
 	}}, nil
@@ -262,7 +276,7 @@ func (r *reconciler) objectMetric(ctx context.Context, run metricsRun, src *auto
 		p = replicas.ObjectAverageValue(run.statusReplicas, usage, src.Target.AverageValue.MilliValue(), run.tolerances)
 		st.Object.Current.AverageValue = resource.NewMilliQuantity(p.Usage, resource.DecimalSI)
 	}
-	return proposed{p.Replicas, p.WithinTolerance}, st, nil
+	return proposed{p.Replicas, p.WithinTolerance, nil}, st, nil
 }
 
 func (r *reconciler) externalMetric(ctx context.Context, run metricsRun, src *autoscalingv2.ExternalMetricSource, value bool) (proposed, autoscalingv2.MetricStatus, error) {
@@ -289,5 +303,5 @@ func (r *reconciler) externalMetric(ctx context.Context, run metricsRun, src *au
 		p = replicas.ExternalAverageValue(run.statusReplicas, values, src.Target.AverageValue.MilliValue(), run.tolerances)
 		st.External.Current.AverageValue = resource.NewMilliQuantity(p.Usage, resource.DecimalSI)
 	}
-	return proposed{p.Replicas, p.WithinTolerance}, st, nil
+	return proposed{p.Replicas, p.WithinTolerance, nil}, st, nil
 }

@@ -13,6 +13,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/scale"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -44,8 +45,13 @@ type Options struct {
 	// Metrics reads the metrics APIs.
 	Metrics metrics.Client
 	// ScaleCache answers the scale of built-in workload kinds; nil: every
-	// scale is read with GET /scale.
+	// scale is read with GET /scale. It also answers a Deployment's
+	// rollout state (spec.holdScaleDownDuringRollout; nil: never known).
 	ScaleCache *clustercache.ScaleCache
+	// PodClient writes the pod deletion costs of
+	// spec.scaleDownPodSelection; nil: they cannot be written (a Warning
+	// event says so when a scale-down would write them).
+	PodClient typedcorev1.PodsGetter
 	// Recorder records events on the autoscalers.
 	Recorder record.EventRecorder
 	// Decision is the kube-controller-manager tuning (flags and gates).
@@ -121,6 +127,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 			source: o.Source, pods: o.Pods.Informer().GetIndexer(), scales: &scaler{scales: o.Scales, mapper: o.Mapper, cache: o.ScaleCache},
 			metrics: o.Metrics, recorder: o.Recorder, monitor: o.Monitor, cfg: o.Decision,
 			clock: o.Clock, history: history.NewStore(refresh), selectors: clustercache.NewSelectorTracker(),
+			podClient: o.PodClient, deployment: o.ScaleCache.Deployment,
 		},
 		queue: workqueue.NewTypedDelayingQueueWithConfig(
 			workqueue.TypedDelayingQueueConfig[string]{Name: source.ComponentName, MetricsProvider: o.Monitor.Queue()},

@@ -16,9 +16,13 @@ import (
 //     dry_run_desired_replicas gauge), and /scale is never written;
 //   - fallback: after fallback.failureThreshold consecutive syncs in which
 //     every metric failed, the fallback count replaces upstream's "no
-//     change", until a sync computes a metric again.
+//     change", until a sync computes a metric again;
+//   - pod selection (podselection.go): before a scale-down, pods get
+//     deletion costs from a metric so that the least loaded go first;
+//   - rollout hold (rollouthold.go): no scale-down of a Deployment while
+//     its rollout is in progress.
 //
-// With neither set, none of this changes the status, the events or the
+// With none set, none of this changes the status, the events or the
 // decision.
 
 // readExtensions reads the object's extensions and the persisted failure
@@ -50,6 +54,12 @@ func (r *reconciler) readExtensions(s *step) {
 	}
 	if s.fallback == nil {
 		r.monitor.ObserveFallback(ns, name, false, false)
+	}
+	if s.ext.PodSelection == nil && s.ext.PodSelectionProblem == "" {
+		status.RemoveCondition(st, status.PodSelectionCondition)
+	}
+	if !s.ext.HoldScaleDownDuringRollout {
+		status.RemoveCondition(st, status.ScaleDownHeldCondition)
 	}
 }
 

@@ -4,8 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -440,11 +442,13 @@ var upstreamConditions = map[autoscalingv2.HorizontalPodAutoscalerConditionType]
 	autoscalingv2.AbleToScale: true, autoscalingv2.ScalingActive: true, autoscalingv2.ScalingLimited: true, autoscalingv2.ScaledToZero: true,
 }
 
-// TestWithoutExtensionsNothingChanges: with neither dry run nor fallback,
+// TestWithoutExtensionsNothingChanges: with none of tidal's fields set,
 // the reconcile is upstream's: the same scale writes, status, conditions
 // (no tidal ones), no tidal annotation, events or series, and failing
-// metrics never change the count however long they fail. A fallback that
-// is set but not triggered changes no decision either.
+// metrics never change the count however long they fail, and no pod is
+// written. A fallback that is set but not triggered, a rollout hold with
+// no rollout in progress and a pod selection change no decision or status
+// either (their own conditions aside).
 func TestWithoutExtensionsNothingChanges(t *testing.T) {
 	scenarios := []struct {
 		name  string
@@ -496,7 +500,8 @@ func TestWithoutExtensionsNothingChanges(t *testing.T) {
 					t.Errorf("failures persisted: %d", stored.MetricFailures())
 				}
 				for _, e := range f.events() {
-					for _, r := range []string{"DryRun", "Fallback", "InvalidDryRun", "InvalidFallback"} {
+					for _, r := range []string{"DryRun", "Fallback", "InvalidDryRun", "InvalidFallback",
+						"PodDeletionCost", "PodSelection", "InvalidPodSelection", "FailedSetPodDeletionCost", "ScaleDownHeld", "InvalidHoldScaleDownDuringRollout"} {
 						if strings.HasPrefix(strings.SplitN(e, " ", 3)[1], r) {
 							t.Errorf("tidal event %q", e)
 						}
@@ -522,6 +527,41 @@ func TestWithoutExtensionsNothingChanges(t *testing.T) {
 				}
 				if !slicesEqual(g.scaleUpdates, f.scaleUpdates) {
 					t.Errorf("untriggered fallback: scale updates %v, want %v", g.scaleUpdates, f.scaleUpdates)
+				}
+				for _, a := range f.kube.Actions() {
+					if a.GetResource().Resource == "pods" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+						t.Errorf("pods written without pod selection: %s %s", a.GetVerb(), a.GetResource())
+					}
+				}
+
+				// The same with a rollout hold and no rollout in progress,
+				// and with a pod selection: the same /scale writes and
+				// statuses, their conditions aside.
+				for _, v := range []struct {
+					name string
+					set  func(*v1alpha1.TidalSpec)
+					cond autoscalingv2.HorizontalPodAutoscalerConditionType
+				}{
+					{"hold, no rollout", func(ts *v1alpha1.TidalSpec) { ts.HoldScaleDownDuringRollout = true }, status.ScaleDownHeldCondition},
+					{"pod selection", func(ts *v1alpha1.TidalSpec) {
+						ts.ScaleDownPodSelection = &v1alpha1.ScaleDownPodSelection{Metric: v1alpha1.PodSelectionMetric{Type: autoscalingv2.ResourceMetricSourceType, Name: "cpu"}}
+					}, status.PodSelectionCondition},
+				} {
+					hpa, w = sc.build()
+					v.set(&w.tidal)
+					g := newFixture(t, mode, w, hpa)
+					g.ctrl.r.deployment = func(string, string) (*appsv1.Deployment, bool) {
+						return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, true
+					}
+					for i, st := range run(g, w) {
+						status.RemoveCondition(&st, v.cond)
+						if !equalStatus(&st, &statuses[i]) {
+							t.Errorf("sync %d with %s: status\n%+v\nwant\n%+v", i, v.name, st, statuses[i])
+						}
+					}
+					if !slicesEqual(g.scaleUpdates, f.scaleUpdates) {
+						t.Errorf("%s: scale updates %v, want %v", v.name, g.scaleUpdates, f.scaleUpdates)
+					}
 				}
 			})
 		}

@@ -88,6 +88,14 @@ func tidalAnnotations(t *testing.T, ts v1alpha1.TidalSpec) map[string]string {
 		must(t, err)
 		a[source.FallbackAnnotation] = string(raw)
 	}
+	if ts.ScaleDownPodSelection != nil {
+		raw, err := json.Marshal(ts.ScaleDownPodSelection)
+		must(t, err)
+		a[source.ScaleDownPodSelectionAnnotation] = string(raw)
+	}
+	if ts.HoldScaleDownDuringRollout {
+		a[source.HoldScaleDownDuringRolloutAnnotation] = "true"
+	}
 	return a
 }
 
@@ -202,6 +210,7 @@ func newFixture(t *testing.T, mode source.Mode, w world, hpas ...*autoscalingv2.
 		Metrics:  metrics.NewRESTClient(resourceMetricsFake(w).MetricsV1beta1(), customMetricsFake(w), externalMetricsFake(w)),
 		Recorder: f.recorder, Decision: decision.DefaultConfig(), SyncPeriod: 15 * time.Second,
 		Clock: testingclock.NewFakePassiveClock(now), Handover: w.handover, Monitor: mon,
+		PodClient: f.kube.CoreV1(),
 	})
 	must(t, err)
 	f.ctrl.takeOver(klog.Background())

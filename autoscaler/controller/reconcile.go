@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -76,6 +78,11 @@ type reconciler struct {
 	clock     clock.PassiveClock
 	history   *history.Store
 	selectors *clustercache.SelectorTracker
+	// podClient writes pod deletion costs (spec.scaleDownPodSelection);
+	// deployment reads a target Deployment's rollout state
+	// (spec.holdScaleDownDuringRollout), false when unknown.
+	podClient  typedcorev1.PodsGetter
+	deployment func(namespace, name string) (*appsv1.Deployment, bool)
 }
 
 // reconcileKey reconciles the object named key; deleted is true when it is
@@ -126,6 +133,12 @@ type step struct {
 	fallback *decision.Fallback
 	failures int32
 	fb       decision.FallbackStep
+	// selection is the index in metrics of spec.scaleDownPodSelection's
+	// metric, -1 when it does not apply (podselection.go); held is a
+	// scale-down to heldFrom held by a rollout (rollouthold.go).
+	selection int
+	held      bool
+	heldFrom  int32
 }
 
 // reconcile is upstream's reconcileAutoscaler: read the target's scale,
@@ -152,6 +165,8 @@ func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key strin
 	}
 	r.recommend(ctx, s)
 	r.applyFallback(s)
+	r.checkPodSelection(s)
+	r.holdScaleDown(s)
 	if s.d.MetricsFailed && !s.fb.Active {
 		return r.metricsFailed(ctx, s)
 	}
@@ -166,6 +181,7 @@ func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key strin
 	var scaledAt *metav1.Time
 	r.recordDryRun(s, desired, s.d.Reason)
 	if s.d.Rescale && !s.ext.DryRun {
+		r.setDeletionCosts(ctx, s, desired)
 		if err := r.rescale(ctx, s); err != nil {
 			return err
 		}
@@ -317,6 +333,9 @@ func (s *step) explain(desired int32) *v1alpha1.Decision {
 	why := status.Explain(s.metrics, s.current, desired, &s.mr.combined, s.mr.outcomes, s.d)
 	if s.fb.Active {
 		why.Adjustments = append(why.Adjustments, v1alpha1.Adjustment{Reason: "Fallback", From: s.current, To: desired, Message: s.fallback.FallbackReason()})
+	}
+	if s.held {
+		why.Adjustments = append(why.Adjustments, v1alpha1.Adjustment{Reason: "RolloutInProgress", From: s.heldFrom, To: desired, Message: "holdScaleDownDuringRollout: the scale-down waits for the rollout"})
 	}
 	return why
 }
