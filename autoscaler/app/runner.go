@@ -152,7 +152,7 @@ func newRunner(c clusterConfig) (*runner, error) {
 	r.scheme, r.component = scheme, c.Mode.EventComponent()
 	r.options = controller.Options{
 		Source: src, Pods: factory.Core().V1().Pods(),
-		Scales: scales, Mapper: mapper, ScaleCache: scaleCache,
+		Scales: scales, Mapper: mapper, ScaleCache: scaleCache, PodClient: c.Client.CoreV1(),
 		Metrics:  metrics.NewRESTClient(resourceMetrics.MetricsV1beta1(), customMetrics, externalMetrics),
 		Decision: c.Decision, SyncPeriod: c.SyncPeriod, Monitor: mon,
 		Handover: c.Handover,
