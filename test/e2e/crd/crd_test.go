@@ -143,6 +143,31 @@ func TestTidalSpecFields(t *testing.T) {
 	}
 }
 
+// TestPodSelectionAndHoldFields: spec.scaleDownPodSelection and
+// spec.holdScaleDownDuringRollout are kept (not pruned) and read into
+// Spec.TidalSpec.
+func TestPodSelectionAndHoldFields(t *testing.T) {
+	c := client(t)
+	obj := object(t, `{"metadata":{"name":"pod-selection"},"spec":{
+		"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},
+		"maxReplicas":5,"scaleDownPodSelection":{"metric":{"type":"Pods","name":"rps"}},"holdScaleDownDuringRollout":true}}`)
+	got, err := c.Create(context.Background(), obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(got.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ha v1alpha1.HorizontalAutoscaler
+	if err := json.Unmarshal(data, &ha); err != nil {
+		t.Fatal(err)
+	}
+	if p := ha.Spec.ScaleDownPodSelection; p == nil || p.Metric.Type != "Pods" || p.Metric.Name != "rps" || !ha.Spec.HoldScaleDownDuringRollout {
+		t.Errorf("spec read as %+v; stored %s", ha.Spec.TidalSpec, data)
+	}
+}
+
 // TestValidation checks that the CEL rules reject what the apiserver
 // rejects for an HPA, with clear messages.
 func TestValidation(t *testing.T) {
@@ -282,6 +307,39 @@ func TestValidation(t *testing.T) {
 		{
 			name: "fallback currentReplicas does not use replicas",
 			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":4,"fallback":{"failureThreshold":1,"replicas":50,"behavior":"currentReplicas"}}`,
+		},
+		// spec.scaleDownPodSelection and spec.holdScaleDownDuringRollout.
+		{
+			name: "pod selection by a Resource metric and a rollout hold",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":4,
+				"scaleDownPodSelection":{"metric":{"type":"Resource","name":"cpu"}},"holdScaleDownDuringRollout":true}`,
+		},
+		{
+			name: "pod selection by a Pods metric",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":4,
+				"scaleDownPodSelection":{"metric":{"type":"Pods","name":"rps"}}}`,
+		},
+		{
+			name: "pod selection by an External metric",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":4,
+				"scaleDownPodSelection":{"metric":{"type":"External","name":"queue"}}}`,
+			want: []string{"spec.scaleDownPodSelection.metric.type", "Unsupported value", `"Resource", "Pods"`},
+		},
+		{
+			name: "pod selection without a metric name",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":4,
+				"scaleDownPodSelection":{"metric":{"type":"Resource","name":""}}}`,
+			want: []string{"spec.scaleDownPodSelection.metric.name", "at least 1 chars long"},
+		},
+		{
+			name: "pod selection without a metric",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":4,"scaleDownPodSelection":{}}`,
+			want: []string{"spec.scaleDownPodSelection.metric", "Required value"},
+		},
+		{
+			name: "holdScaleDownDuringRollout not a boolean",
+			spec: `{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":4,"holdScaleDownDuringRollout":"yes"}`,
+			want: []string{"spec.holdScaleDownDuringRollout", "must be of type boolean"},
 		},
 	}
 	for i, tt := range tests {
