@@ -3,8 +3,8 @@ package faults
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
