@@ -1,7 +1,14 @@
 # syntax=docker/dockerfile:1
 # Tidal: one static binary, `tidal adapter` and `tidal autoscaler`.
 
-FROM golang:1.26 AS build
+# The build stage's image. The default is a tag, which moves; a release
+# build pins it by digest, e.g.
+#   docker build --build-arg BUILD_IMAGE=golang:1.26@sha256:<digest> .
+# (`docker buildx imagetools inspect golang:1.26` prints the digest). The
+# final stage is scratch, which is no image at all and has nothing to pin.
+ARG BUILD_IMAGE=golang:1.26
+
+FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

@@ -8,6 +8,57 @@ import (
 	"testing"
 )
 
+// TestDockerfileBaseImageArg: the build stage's image is the BUILD_IMAGE
+// build argument, declared before the first FROM with a default, so that
+// a release build pins it by digest (--build-arg
+// BUILD_IMAGE=<image>@sha256:<digest>) without editing the file; every
+// other FROM is scratch or an earlier stage. No digest is written here:
+// one that nobody verified would be worse than the tag.
+func TestDockerfileBaseImageArg(t *testing.T) {
+	text := string(readFile(t, filepath.Join(repoRoot(t), "Dockerfile")))
+	var globalArgs []string
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(strings.ToUpper(line), "FROM ") {
+			break
+		}
+		if strings.HasPrefix(strings.ToUpper(line), "ARG ") {
+			globalArgs = append(globalArgs, strings.TrimSpace(line[len("ARG "):]))
+		}
+	}
+	var def string
+	for _, a := range globalArgs {
+		if name, value, ok := strings.Cut(a, "="); ok && name == "BUILD_IMAGE" {
+			def = value
+		}
+	}
+	if def == "" {
+		t.Fatalf("no ARG BUILD_IMAGE=<default> before the first FROM (global ARGs: %q)", globalArgs)
+	}
+	if strings.Contains(def, "$") {
+		t.Errorf("BUILD_IMAGE default %q is not an image reference", def)
+	}
+	stages := map[string]bool{}
+	for _, stage := range parseDockerfile(t, text) {
+		from := strings.Fields(stage[0].args)
+		if len(from) > 0 && strings.HasPrefix(from[0], "--platform=") {
+			from = from[1:]
+		}
+		if len(from) == 0 {
+			t.Fatalf("line %d: FROM without an image", stage[0].line)
+		}
+		switch image := from[0]; {
+		case image == "${BUILD_IMAGE}" || image == "$BUILD_IMAGE":
+		case image == "scratch" || stages[image]:
+		default:
+			t.Errorf("line %d: FROM %s: use ${BUILD_IMAGE} (pinned by digest at build time), scratch or an earlier stage", stage[0].line, image)
+		}
+		if len(from) == 3 && strings.EqualFold(from[1], "AS") {
+			stages[from[2]] = true
+		}
+	}
+}
+
 // dockerInstruction is one instruction of a Dockerfile, continuation lines
 // joined.
 type dockerInstruction struct {
