@@ -20,8 +20,9 @@ import (
 
 // Run serves the enabled metrics APIs until ctx is cancelled, then shuts
 // the server down and returns. /healthz and /livez come from the generic
-// API server; /readyz also waits for the first metric discovery. Run may
-// be called once per Config.
+// API server; /readyz also waits for the first metric discovery pass to
+// end, successful or not, for --prometheus-timeout at most (see
+// discovery.HealthChecker). Run may be called once per Config.
 func (c *Config) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -82,7 +83,7 @@ func (c *Config) Run(ctx context.Context) error {
 			return fmt.Errorf("installing external.metrics.k8s.io: %w", err)
 		}
 	}
-	if err := server.GenericAPIServer.AddReadyzChecks(discovery.HealthChecker{D: parts.discoverer}); err != nil {
+	if err := server.GenericAPIServer.AddReadyzChecks(discovery.HealthChecker{D: parts.discoverer, Grace: c.Prometheus.Timeout}); err != nil {
 		return fmt.Errorf("adding the discovery readiness check: %w", err)
 	}
 

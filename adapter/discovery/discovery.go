@@ -43,7 +43,13 @@ type Discoverer struct {
 	rules atomic.Pointer[ruleset.Set]
 	snap  atomic.Pointer[Snapshot]
 	ready atomic.Bool
-	kick  chan struct{}
+	// passed is set once a pass has ended, whatever its outcome.
+	passed atomic.Bool
+	// created is when New ran, for HealthChecker's grace.
+	created time.Time
+	// pending is what Pending reports, set at the end of each pass.
+	pending atomic.Pointer[Pending]
+	kick    chan struct{}
 
 	mu sync.Mutex
 	// results holds the last good shapes per (backend, seriesQuery).
@@ -83,7 +89,8 @@ func New(o Options) *Discoverer {
 	if o.MaxAge <= 0 {
 		o.MaxAge = o.Interval
 	}
-	d := &Discoverer{o: o, kick: make(chan struct{}, 1), results: map[queryKey][]prom.Shape{}}
+	d := &Discoverer{o: o, kick: make(chan struct{}, 1), results: map[queryKey][]prom.Shape{}, created: o.Now()}
+	d.pending.Store(&Pending{})
 	d.rules.Store(ruleset.Empty())
 	d.snap.Store(emptySnapshot())
 	return d
@@ -198,8 +205,43 @@ func (d *Discoverer) RunOnce(ctx context.Context) error {
 	if len(keys) == 0 || succeeded > 0 {
 		d.ready.Store(true)
 	}
+	// Rules of the current set whose query has never answered: their
+	// metrics are unknown, not absent.
+	pending := &Pending{}
+	backends := map[string]bool{}
+	for _, k := range keys {
+		if _, ok := d.results[k]; ok {
+			continue
+		}
+		pending.Rules = append(pending.Rules, owners[k]...)
+		if !backends[k.backend.Name()] {
+			backends[k.backend.Name()] = true
+			pending.Backends = append(pending.Backends, k.backend.Name())
+		}
+	}
+	d.pending.Store(pending)
+	d.passed.Store(true)
 	return errors.Join(errs...)
 }
+
+// Pending is the discovery state the provider reports when asked for a
+// metric it does not know: the rules whose discovery query has not
+// answered since the adapter started (or since they were loaded), and the
+// Prometheus backends they query. Empty once every query answered once.
+type Pending struct {
+	// Rules are rule IDs, in rule order.
+	Rules []string
+	// Backends are the backends' names (prom.Client.Name), each once.
+	Backends []string
+}
+
+// Pending returns the rules whose metrics are not known yet because their
+// discovery query has never answered. Before the first pass it is empty:
+// Passed tells the two apart.
+func (d *Discoverer) Pending() Pending { return *d.pending.Load() }
+
+// Passed reports whether a discovery pass has ended, successful or not.
+func (d *Discoverer) Passed() bool { return d.passed.Load() }
 
 // Ready reports whether a discovery pass has succeeded for at least one
 // query (or there was nothing to discover). It never becomes false again:
@@ -207,16 +249,29 @@ func (d *Discoverer) RunOnce(ctx context.Context) error {
 func (d *Discoverer) Ready() bool { return d.ready.Load() }
 
 // HealthChecker is a readyz check (k8s.io/apiserver healthz.HealthChecker)
-// that fails until the first discovery pass succeeded.
-type HealthChecker struct{ D *Discoverer }
+// that fails until the first discovery pass has ended, successful or not,
+// or Grace has passed since the Discoverer was made, whichever is first.
+//
+// It does not wait for Prometheus: an adapter whose Prometheus is down at
+// start becomes ready and serves what it knows (metrics.k8s.io, the
+// delegate's metrics, the metrics of backends that answer); the metrics it
+// cannot know yet answer 503 naming the backend (Pending), instead of the
+// APIServices of every metrics API going Unavailable cluster-wide. The wait
+// for the first pass keeps a normal start from serving an empty discovery
+// for the moment the first series queries take; Grace (the chart passes
+// --prometheus-timeout) bounds it when Prometheus accepts but never answers.
+type HealthChecker struct {
+	D     *Discoverer
+	Grace time.Duration
+}
 
 // Name implements healthz.HealthChecker.
 func (HealthChecker) Name() string { return "metric-discovery" }
 
 // Check implements healthz.HealthChecker.
 func (c HealthChecker) Check(*http.Request) error {
-	if !c.D.Ready() {
-		return errors.New("the first metric discovery has not completed")
+	if c.D.Ready() || c.D.Passed() || c.D.o.Now().Sub(c.D.created) >= c.Grace {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("the first metric discovery has not ended (waiting at most %s)", c.Grace)
 }

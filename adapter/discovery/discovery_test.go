@@ -225,33 +225,75 @@ func TestTemplateDiscovery(t *testing.T) {
 	}
 }
 
+// TestReadiness: /readyz's discovery check passes once the first pass has
+// ended, even when every query failed: an adapter whose Prometheus is down
+// at start serves what it knows (its APIServices stay Available) and
+// Pending names what it cannot know yet.
 func TestReadiness(t *testing.T) {
 	tests := []struct {
-		name      string
-		rules     string
-		fail      bool
-		wantReady bool
+		name        string
+		rules       string
+		fail        []string // selectors whose series query fails
+		wantReady   bool     // Ready: a query answered
+		wantPending []string // rule IDs
 	}{
 		{name: "no rules: ready at once", rules: "", wantReady: true},
-		{name: "every query fails: not ready", rules: rules, fail: true, wantReady: false},
+		{name: "every query fails: ready, every rule pending", rules: rules, fail: []string{httpSel, queueSel, extSel},
+			wantPending: []string{"rules[0]", "rules[1]", "externalRules[0]"}},
+		{name: "one query fails: that rule pending", rules: rules, fail: []string{queueSel}, wantReady: true,
+			wantPending: []string{"rules[1]"}},
 		{name: "queries answer: ready", rules: rules, wantReady: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := promtest.New(t)
-			for _, sel := range []string{httpSel, queueSel, extSel} {
-				srv.FailSeries(sel, tt.fail)
+			for _, sel := range tt.fail {
+				srv.FailSeries(sel, true)
 			}
 			d := discovery.New(discovery.Options{Interval: time.Minute})
 			d.SetRules(srv.Rules(t, tt.rules, nil))
+			check := discovery.HealthChecker{D: d, Grace: time.Hour}
+			if err := check.Check(nil); err == nil {
+				t.Error("readyz check passes before the first pass")
+			}
 			_ = d.RunOnce(context.Background())
 			if d.Ready() != tt.wantReady {
 				t.Errorf("Ready() = %v, want %v", d.Ready(), tt.wantReady)
 			}
-			if err := (discovery.HealthChecker{D: d}).Check(nil); (err == nil) != tt.wantReady {
-				t.Errorf("readyz check = %v, want ready=%v", err, tt.wantReady)
+			if err := check.Check(nil); err != nil {
+				t.Errorf("readyz check after the first pass = %v, want ready", err)
+			}
+			p := d.Pending()
+			if got, want := strings.Join(p.Rules, ","), strings.Join(tt.wantPending, ","); got != want {
+				t.Errorf("Pending().Rules = %q, want %q", got, want)
+			}
+			if len(tt.wantPending) > 0 && len(p.Backends) != 1 {
+				t.Errorf("Pending().Backends = %q, want the one backend", p.Backends)
+			}
+			// Prometheus comes back: nothing is pending any more.
+			for _, sel := range tt.fail {
+				srv.FailSeries(sel, false)
+			}
+			_ = d.RunOnce(context.Background())
+			if p := d.Pending(); len(p.Rules) > 0 {
+				t.Errorf("Pending() = %+v after every query answered", p)
 			}
 		})
+	}
+}
+
+// TestReadinessGrace: a first pass that does not end (Prometheus accepts
+// and never answers) holds readiness for Grace at most.
+func TestReadinessGrace(t *testing.T) {
+	now := time.Now()
+	d := discovery.New(discovery.Options{Interval: time.Minute, Now: func() time.Time { return now }})
+	check := discovery.HealthChecker{D: d, Grace: 10 * time.Second}
+	if err := check.Check(nil); err == nil || !strings.Contains(err.Error(), "10s") {
+		t.Errorf("readyz check at start = %v, want an error naming the 10s wait", err)
+	}
+	now = now.Add(10 * time.Second)
+	if err := check.Check(nil); err != nil {
+		t.Errorf("readyz check after the grace = %v, want ready", err)
 	}
 }
 

@@ -79,6 +79,30 @@ type Snapshotter interface {
 	Snapshot() *discovery.Snapshot
 }
 
+// pendingReporter is implemented by *discovery.Discoverer: the rules whose
+// discovery query has not answered yet.
+type pendingReporter interface {
+	Pending() discovery.Pending
+}
+
+// unknown is the error for a metric the snapshot does not have: 503 naming
+// the Prometheus backends while some rule's discovery has never answered
+// (the metric may well exist; the adapter serves what it knows and says
+// so), else notFound.
+func (p *Provider) unknown(kind, metric string, notFound error) error {
+	r, ok := p.o.Discovery.(pendingReporter)
+	if !ok {
+		return notFound
+	}
+	pending := r.Pending()
+	if len(pending.Rules) == 0 {
+		return notFound
+	}
+	return apierrors.NewServiceUnavailable(fmt.Sprintf(
+		"the %s metric %q is not known yet: metric discovery has not had an answer from Prometheus (backend %s) for rules %s since they were loaded; the adapter keeps trying",
+		kind, metric, strings.Join(pending.Backends, ", "), strings.Join(pending.Rules, ", ")))
+}
+
 // Options are what a Provider needs.
 type Options struct {
 	Discovery Snapshotter
@@ -189,7 +213,7 @@ func (p *Provider) resolve(info cmprovider.CustomMetricInfo) (target, error) {
 func (p *Provider) lookup(snap *discovery.Snapshot, info cmprovider.CustomMetricInfo) (target, error) {
 	notFound := cmprovider.NewMetricNotFoundError(info.GroupResource, info.Metric)
 	if !snap.HasCustomName(info.Metric) {
-		return target{}, notFound
+		return target{}, p.unknown("custom", info.Metric, notFound)
 	}
 	gvr, err := p.o.Mapper.ResourceFor(info.GroupResource.WithVersion(""))
 	if err != nil {
@@ -462,12 +486,12 @@ func (p *Provider) convert(t target, namespace string, names []string, metric st
 func (p *Provider) GetExternalMetric(ctx context.Context, namespace string, metricSelector labels.Selector, info cmprovider.ExternalMetricInfo) (*external_metrics.ExternalMetricValueList, error) {
 	b, ok := p.o.Discovery.Snapshot().External(info.Metric)
 	if !ok {
-		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{
+		return nil, p.unknown("external", info.Metric, &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status:  metav1.StatusFailure,
 			Code:    http.StatusNotFound,
 			Reason:  metav1.StatusReasonNotFound,
 			Message: fmt.Sprintf("the server could not find the external metric %s: no rule serves it, or discovery found no series for it", info.Metric),
-		}}
+		}})
 	}
 	rule := b.Rule
 	query, err := rule.Query.External(promql.ExternalRequest{Series: b.Series, Namespace: namespace, MetricSelector: metricSelector})
