@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
@@ -44,14 +45,20 @@ type Config struct {
 	leading atomic.Bool
 
 	// HealthListener is already bound, so a port 0 address is resolved by
-	// the time Config returns. Run closes it. It also serves /metrics.
+	// the time Config returns. Run closes it. It serves the probes only.
 	HealthListener net.Listener
+	// SecureServing serves the probes, /metrics and /debug/pprof/ over
+	// HTTPS, its listener already bound; nil with --secure-port=0.
+	SecureServing *server.SecureServingInfo
+	// Authentication and Authorization guard SecureServing.
+	Authentication server.AuthenticationInfo
+	Authorization  server.AuthorizationInfo
 
 	// Reconciler is what the leader runs; building it contacted nothing.
 	Reconciler Reconciler
 	// Registry holds the controller's and the process's metrics.
 	Registry *prometheus.Registry
-	// Profiling serves /debug/pprof/ on the health listener.
+	// Profiling serves /debug/pprof/ on the secure port.
 	Profiling bool
 	// handover observes the leader election records for the controller;
 	// nil without leader election.
@@ -68,7 +75,8 @@ type Reconciler interface {
 
 // Config builds the autoscaler's configuration. Call Validate first:
 // Config reports the first problem it meets, Validate all of them. It
-// does not contact the cluster; it binds the health probe address.
+// does not contact the cluster; it binds the health probe address and the
+// secure port.
 func (o *Options) Config() (*Config, error) {
 	kube, err := kubeconfig.Load(o.Kubeconfig, source.ComponentName)
 	if err != nil {
@@ -118,7 +126,7 @@ func (o *Options) Config() (*Config, error) {
 		REST: kube, Client: client, Mode: source.Mode(o.Mode),
 		Decision:   o.HPA.decisionConfig(),
 		SyncPeriod: o.HPA.SyncPeriod, Workers: int(o.HPA.ConcurrentSyncs),
-		Registerer: reg, Handover: ho,
+		Registerer: reg, Handover: ho, Namespace: o.Namespace,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the controller: %w", err)
@@ -129,7 +137,7 @@ func (o *Options) Config() (*Config, error) {
 		return nil, fmt.Errorf("--health-probe-bind-address %q: %w", o.HealthProbeBindAddress, err)
 	}
 
-	return &Config{
+	cfg := &Config{
 		Client:               client,
 		LeaderElectionClient: leClient,
 		Mode:                 source.Mode(o.Mode),
@@ -143,7 +151,12 @@ func (o *Options) Config() (*Config, error) {
 		handover:       h,
 		Registry:       reg,
 		Profiling:      o.Profiling,
-	}, nil
+	}
+	if err := o.applyServing(cfg); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // decisionConfig is the decision core's configuration from the flags, with

@@ -51,7 +51,7 @@ current-context: ctx
 `, srv.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := parse(t, "--kubeconfig="+kubeconfig, "--health-probe-bind-address=127.0.0.1:0")
+	o := parse(t, "--kubeconfig="+kubeconfig, "--health-probe-bind-address=127.0.0.1:0", "--secure-port=0")
 	cfg, err := o.Config()
 	if err != nil {
 		t.Fatalf("Config() = %v", err)
@@ -135,7 +135,7 @@ current-context: ctx
 `, srv.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := parse(t, "--kubeconfig="+kubeconfig, "--health-probe-bind-address=127.0.0.1:0", "--kube-api-timeout=200ms")
+	o := parse(t, "--kubeconfig="+kubeconfig, "--health-probe-bind-address=127.0.0.1:0", "--secure-port=0", "--kube-api-timeout=200ms")
 	cfg, err := o.Config()
 	if err != nil {
 		t.Fatalf("Config() = %v", err)

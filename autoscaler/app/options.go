@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -34,14 +36,24 @@ type Options struct {
 	// 0: no bound (see DefaultKubeAPITimeout).
 	KubeAPITimeout time.Duration
 	Mode           string
+	// Namespace restricts the autoscaler to one namespace's autoscalers,
+	// pods and workloads; empty: the whole cluster.
+	Namespace string
 
 	HPA            HPAControllerOptions
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 
-	// HealthProbeBindAddress is host:port for /healthz and /readyz; port 0
-	// picks a free port.
+	// HealthProbeBindAddress is host:port for /healthz and /readyz over
+	// plain HTTP; port 0 picks a free port.
 	HealthProbeBindAddress string
-	// Profiling serves Go's pprof handlers on the health address.
+	// SecureServing is --bind-address and --secure-port: /metrics and the
+	// probes over HTTPS, as kube-controller-manager's secure port.
+	SecureServing *genericoptions.SecureServingOptions
+	// Authentication and Authorization of the secure port's requests are
+	// delegated to the cluster (TokenReviews, SubjectAccessReviews).
+	Authentication *genericoptions.DelegatingAuthenticationOptions
+	Authorization  *genericoptions.DelegatingAuthorizationOptions
+	// Profiling serves Go's pprof handlers on the secure port.
 	Profiling bool
 
 	Logs *logsapi.LoggingConfiguration
@@ -69,6 +81,7 @@ const DefaultKubeAPITimeout = 60 * time.Second
 
 // NewOptions returns the options with tidal's defaults.
 func NewOptions() *Options {
+	serving, authn, authz := newServingOptions()
 	return &Options{
 		// Above kube-controller-manager's 20/30, which its HPA controller
 		// shares with every other controller and which lets it visit only
@@ -98,6 +111,9 @@ func NewOptions() *Options {
 			ResourceNamespace: "tidal-system",
 		},
 		HealthProbeBindAddress: "0.0.0.0:8081",
+		SecureServing:          serving,
+		Authentication:         authn,
+		Authorization:          authz,
 		Logs:                   logsapi.NewLoggingConfiguration(),
 	}
 }
@@ -118,6 +134,9 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.Mode, "mode", o.Mode,
 		"What to reconcile: 'crd' for tidal's own autoscaler resources, 'native' for autoscaling/v2 HorizontalPodAutoscalers "+
 			"(disable kube-controller-manager's HPA controller first).")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
+		"Reconcile the autoscalers of this namespace only, and list and watch pods and workloads there only, so that a Role "+
+			"in that namespace is all the autoscaler needs (the chart's autoscaler.watchNamespace). Empty means every namespace.")
 
 	o.HPA.AddFlags(nfs.FlagSet("horizontal pod autoscaler"))
 
@@ -126,10 +145,16 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.LeaderElection.ResourceNamespace, "leader-election-namespace", o.LeaderElection.ResourceNamespace,
 		"Namespace of the Lease used for leader election. Same setting as --leader-elect-resource-namespace.")
 
-	nfs.FlagSet("health").BoolVar(&o.Profiling, "profiling", o.Profiling,
-		"Serve /debug/pprof/ on the health probe address. Off by default: that address has no authentication.")
 	nfs.FlagSet("health").StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
-		"host:port to serve /healthz and /readyz on, over plain HTTP. Port 0 picks a free port.")
+		"host:port to serve /healthz and /readyz on, over plain HTTP without authentication. Port 0 picks a free port. "+
+			"/metrics is served on --secure-port only.")
+
+	serving := nfs.FlagSet("secure serving")
+	o.SecureServing.AddFlags(serving)
+	serving.BoolVar(&o.Profiling, "profiling", o.Profiling,
+		"Serve /debug/pprof/ on the secure port, to whom the cluster authorizes for it. Off by default.")
+	o.Authentication.AddFlags(nfs.FlagSet("authentication"))
+	o.Authorization.AddFlags(nfs.FlagSet("authorization"))
 
 	logsapi.AddFlags(o.Logs, nfs.FlagSet("logs"))
 	return nfs
@@ -171,11 +196,19 @@ func (o *Options) Validate() []error {
 	if !slices.Contains(source.Modes, source.Mode(o.Mode)) {
 		errs = append(errs, fmt.Errorf("--mode must be %q or %q, got %q", source.ModeCRD, source.ModeNative, o.Mode))
 	}
+	if o.Namespace != "" {
+		for _, msg := range validation.IsDNS1123Label(o.Namespace) {
+			errs = append(errs, fmt.Errorf("--namespace %q: %s", o.Namespace, msg))
+		}
+	}
 	errs = append(errs, o.HPA.Validate()...)
 	errs = append(errs, validateLeaderElection(&o.LeaderElection)...)
 	if _, err := parseBindAddress(o.HealthProbeBindAddress); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, o.SecureServing.Validate()...)
+	errs = append(errs, o.Authentication.Validate()...)
+	errs = append(errs, o.Authorization.Validate()...)
 	for _, e := range logsapi.Validate(o.Logs, nil, nil) {
 		errs = append(errs, e)
 	}

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/pprof"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -36,20 +34,29 @@ func (c *Config) Run(ctx context.Context) error {
 		electionChecker = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 		healthChecks = append(healthChecks, electionChecker)
 	}
+	readyChecks := []healthz.HealthChecker{healthz.PingHealthz, healthz.NamedCheck("controller", c.readyCheck)}
+	// The plain HTTP listener answers the probes only: no credentials, and
+	// nothing on it that needs them.
 	mux := http.NewServeMux()
-	healthz.InstallHandler(mux, healthChecks...)
-	healthz.InstallReadyzHandler(mux, healthz.PingHealthz, healthz.NamedCheck("controller", c.readyCheck))
-	if c.Registry != nil {
-		mux.Handle("/metrics", promhttp.HandlerFor(c.Registry, promhttp.HandlerOpts{}))
-	}
-	if c.Profiling {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
+	installProbes(mux, healthChecks, readyChecks)
 	probes := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	// The secure port: the probes for anyone, /metrics and /debug/pprof/
+	// for whom the cluster authorizes.
+	stopSecure := make(chan struct{})
+	var secureStopped <-chan struct{}
+	if c.SecureServing != nil {
+		handler := secureHandler(c.secureMux(healthChecks, readyChecks), c.Authentication, c.Authorization)
+		stopped, _, err := c.SecureServing.Serve(handler, 5*time.Second, stopSecure)
+		if err != nil {
+			close(stopSecure)
+			c.SecureServing.Listener.Close()
+			c.HealthListener.Close()
+			return fmt.Errorf("serving on the secure port %s: %w", c.SecureServing.Listener.Addr(), err)
+		}
+		secureStopped = stopped
+		logger.Info("Serving /metrics over HTTPS with delegated authentication and authorization", "address", c.SecureServing.Listener.Addr().String())
+	}
 	probeErr := make(chan error, 1)
 	go func() { probeErr <- probes.Serve(c.HealthListener) }()
 
@@ -77,6 +84,10 @@ func (c *Config) Run(ctx context.Context) error {
 	defer stop()
 	if shutdownErr := probes.Shutdown(shutdownCtx); shutdownErr != nil && err == nil {
 		err = fmt.Errorf("stopping the health probe server: %w", shutdownErr)
+	}
+	close(stopSecure)
+	if secureStopped != nil {
+		<-secureStopped
 	}
 	if err == nil {
 		logger.Info("tidal autoscaler stopped")

@@ -25,7 +25,8 @@ import (
 )
 
 // newConfig builds a Config from flags, for a cluster address where
-// nothing listens, with the probes on a free loopback port.
+// nothing listens, with the probes on a free loopback port and the secure
+// port on another.
 func newConfig(t *testing.T, args ...string) *Config {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -34,23 +35,36 @@ func newConfig(t *testing.T, args ...string) *Config {
 	}
 	closed := ln.Addr().String()
 	ln.Close()
+	return newConfigFor(t, "https://"+closed, args...)
+}
+
+// newConfigFor builds a Config from flags for the cluster at server.
+func newConfigFor(t *testing.T, server string, args ...string) *Config {
+	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
 - name: c
-  cluster: {server: "https://%s"}
+  cluster: {server: %q, insecure-skip-tls-verify: true}
 contexts:
 - name: ctx
   context: {cluster: c}
 current-context: ctx
-`, closed)), 0o600); err != nil {
+`, server)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
-	o := parse(t, append([]string{"--kubeconfig=" + kubeconfig, "--health-probe-bind-address=127.0.0.1:0"}, args...)...)
+	o := parse(t, append([]string{"--kubeconfig=" + kubeconfig, "--health-probe-bind-address=127.0.0.1:0", "--bind-address=127.0.0.1"}, args...)...)
 	if errs := o.Validate(); len(errs) > 0 {
 		t.Fatalf("Validate() = %v", errs)
+	}
+	if o.SecureServing.BindPort != 0 {
+		secure, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.SecureServing.Listener = secure
 	}
 	cfg, err := o.Config()
 	if err != nil {
@@ -176,8 +190,8 @@ func TestRunWithoutLeaderElection(t *testing.T) {
 	}
 	rec.synced.Store(true)
 	probe(t, cfg, "/readyz")
-	if code := status(t, cfg, "/metrics"); code != http.StatusOK {
-		t.Errorf("/metrics = %d", code)
+	if code := status(t, cfg, "/metrics"); code != http.StatusNotFound {
+		t.Errorf("/metrics on the unauthenticated health port = %d, want 404 (it is served on the secure port)", code)
 	}
 	cancel()
 	if err := wait(t, done, 10*time.Second); err != nil {
@@ -331,8 +345,8 @@ func TestNoHandoverWithoutLeaderElection(t *testing.T) {
 	}
 }
 
-// TestProfilingFlag: pprof is served on the unauthenticated health address
-// only when asked for.
+// TestProfilingFlag: pprof is served only when asked for, and then only
+// on the secure port, to whom the cluster authorizes.
 func TestProfilingFlag(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -343,12 +357,17 @@ func TestProfilingFlag(t *testing.T) {
 		{name: "--profiling", args: []string{"--leader-elect=false", "--profiling"}, want: http.StatusOK},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := newConfig(t, tt.args...)
+			cluster := newFakeCluster(t)
+			cfg := newConfigFor(t, cluster.URL, tt.args...)
 			cfg.Reconciler = &fakeReconciler{}
 			cancel, done := start(t, cfg)
+			t.Cleanup(cluster.Close) // before start's goroutine check
 			probe(t, cfg, "/healthz")
-			if code := status(t, cfg, "/debug/pprof/"); code != tt.want {
-				t.Errorf("/debug/pprof/ = %d, want %d", code, tt.want)
+			if code, _ := get(t, "https://"+cfg.SecureServing.Listener.Addr().String()+"/debug/pprof/", scraperToken); code != tt.want {
+				t.Errorf("/debug/pprof/ on the secure port = %d, want %d", code, tt.want)
+			}
+			if code := status(t, cfg, "/debug/pprof/"); code != http.StatusNotFound {
+				t.Errorf("/debug/pprof/ on the unauthenticated health port = %d, want 404", code)
 			}
 			cancel()
 			if err := wait(t, done, 10*time.Second); err != nil {

@@ -51,6 +51,9 @@ type clusterConfig struct {
 	// Handover is controller.Options.Handover: nil without leader
 	// election.
 	Handover controller.Handover
+	// Namespace restricts every informer (autoscalers, pods, workloads)
+	// to one namespace; metav1.NamespaceAll: the whole cluster.
+	Namespace string
 }
 
 // withProtobuf returns a copy of cfg that sends protobuf and accepts it
@@ -109,14 +112,14 @@ func newRunner(c clusterConfig) (*runner, error) {
 	// and are cached slim (clustercache.CacheTransform).
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithCustomResyncConfig(
 		map[metav1.Object]time.Duration{&autoscalingv2.HorizontalPodAutoscaler{}: c.SyncPeriod}),
-		informers.WithTransform(clustercache.CacheTransform))
+		informers.WithTransform(clustercache.CacheTransform), informers.WithNamespace(c.Namespace))
 	r := &runner{invalidate: apiVersions, workers: c.Workers, client: c.Client}
 	r.start = append(r.start, factory.Start)
 	r.shutdown = append(r.shutdown, factory.Shutdown)
 
 	// Targets' scales come from slimmed informers of the built-in kinds,
 	// started on first use.
-	scaleFactory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithTransform(clustercache.ScaleTransform))
+	scaleFactory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithTransform(clustercache.ScaleTransform), informers.WithNamespace(c.Namespace))
 	scaleCache := clustercache.NewScaleCache(scaleFactory, nil)
 	r.start = append(r.start, scaleCache.Start)
 	r.shutdown = append(r.shutdown, scaleFactory.Shutdown)
@@ -130,7 +133,7 @@ func newRunner(c clusterConfig) (*runner, error) {
 		if err != nil {
 			return nil, fmt.Errorf("HorizontalAutoscaler client: %w", err)
 		}
-		src = source.CRDSource(client, c.SyncPeriod)
+		src = source.CRDSourceIn(client, c.Namespace, c.SyncPeriod)
 		var informerDone sync.WaitGroup
 		r.start = append(r.start, func(stop <-chan struct{}) { informerDone.Go(func() { src.Informer().Run(stop) }) })
 		r.shutdown = append(r.shutdown, informerDone.Wait)

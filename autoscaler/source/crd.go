@@ -103,15 +103,22 @@ func CRDSourceWith(informer cache.SharedIndexInformer, writer StatusWriter) Sour
 // resyncs every resync and caches objects without their managed fields
 // (StripManagedFields). Run the informer (Informer().RunWithContext).
 func CRDSource(client rest.Interface, resync time.Duration) Source {
+	return CRDSourceIn(client, metav1.NamespaceAll, resync)
+}
+
+// CRDSourceIn is CRDSource for the HorizontalAutoscalers of one namespace
+// (metav1.NamespaceAll: every namespace), listed and watched there only,
+// so that a Role in that namespace is enough.
+func CRDSourceIn(client rest.Interface, namespace string, resync time.Duration) Source {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			list := &v1alpha1.HorizontalAutoscalerList{}
-			err := client.Get().Resource(v1alpha1.Resource).VersionedParams(&opts, haParams).Do(ctx).Into(list)
+			err := client.Get().Namespace(namespace).Resource(v1alpha1.Resource).VersionedParams(&opts, haParams).Do(ctx).Into(list)
 			return list, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.Watch = true
-			return client.Get().Resource(v1alpha1.Resource).VersionedParams(&opts, haParams).Watch(ctx)
+			return client.Get().Namespace(namespace).Resource(v1alpha1.Resource).VersionedParams(&opts, haParams).Watch(ctx)
 		},
 	}
 	inf := cache.NewSharedIndexInformer(lw, &v1alpha1.HorizontalAutoscaler{}, resync,

@@ -35,6 +35,10 @@ type Autoscaler struct {
 	Process *Process
 	// HealthPort serves /readyz and /healthz on 127.0.0.1.
 	HealthPort int
+	// SecurePort serves /metrics (and, with --profiling, /debug/pprof/) on
+	// 127.0.0.1 over HTTPS, to the harness admin's client certificate (see
+	// MetricsURL).
+	SecurePort int
 	// Namespace and ServiceAccount are its identity; the leader election
 	// Lease is Namespace/ServiceAccount.
 	Namespace, ServiceAccount string
@@ -69,10 +73,16 @@ func (h *Harness) StartAutoscaler(ctx context.Context, o AutoscalerOptions) (*Au
 	if a.HealthPort, err = FreePort(); err != nil {
 		return nil, err
 	}
+	if a.SecurePort, err = FreePort(); err != nil {
+		return nil, err
+	}
 	args := append([]string{
 		"autoscaler", "--mode=" + o.Mode, "--kubeconfig=" + kubeconfig,
 		"--leader-elect=true", "--leader-election-namespace=" + a.Namespace,
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", a.HealthPort),
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", a.SecurePort),
+		// The harness admin's client certificate is signed by the cluster CA.
+		"--client-ca-file=" + h.path("certs", "ca.crt"),
 	}, o.Args...)
 	if a.Process, err = h.run(o.Name, o.Binary, args, a.HealthPort); err != nil {
 		return nil, err
@@ -92,6 +102,14 @@ func (h *Harness) StartAutoscaler(ctx context.Context, o AutoscalerOptions) (*Au
 		return nil
 	})
 	return a, err
+}
+
+// MetricsURL is the URL of path (e.g. /metrics) on the secure port; read
+// it with a client presenting the harness admin's certificate, e.g.
+// rest.TransportFor of h.Admin with Insecure set (the serving certificate
+// is self-signed).
+func (a *Autoscaler) MetricsURL(path string) string {
+	return fmt.Sprintf("https://127.0.0.1:%d%s", a.SecurePort, path)
 }
 
 func (h *Harness) grantAutoscalerRBAC(ctx context.Context, a *Autoscaler) error {

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
@@ -207,6 +208,34 @@ func TestChartOptions(t *testing.T) {
 	t.Run("autoscaler off", func(t *testing.T) {
 		objs := helmTemplate(t, "--set", "autoscaler.enabled=false")
 		checkAutoscaler(t, objs, expectation{})
+	})
+	t.Run("autoscaler.watchNamespace", func(t *testing.T) {
+		objs := helmTemplate(t, "--set", "autoscaler.watchNamespace=team-a")
+		d := typed[appsv1.Deployment](t, find(t, objs, "Deployment", namespace, "tidal-autoscaler"))
+		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--namespace=team-a") {
+			t.Errorf("autoscaler args %q lack --namespace=team-a", args)
+		}
+		// Its workload access is a Role in team-a, nothing cluster-wide.
+		role := typed[rbacv1.Role](t, find(t, objs, "Role", "team-a", "tidal-autoscaler"))
+		if !apiequality.Semantic.DeepEqual(role.Rules, autoscalerRules("crd")) {
+			t.Errorf("Role team-a/tidal-autoscaler rules %+v, want the autoscaler's", role.Rules)
+		}
+		b := typed[rbacv1.RoleBinding](t, find(t, objs, "RoleBinding", "team-a", "tidal-autoscaler"))
+		if b.RoleRef.Kind != "Role" || b.RoleRef.Name != "tidal-autoscaler" || len(b.Subjects) != 1 || b.Subjects[0].Name != "tidal-autoscaler" || b.Subjects[0].Namespace != namespace {
+			t.Errorf("RoleBinding team-a/tidal-autoscaler %+v %+v", b.RoleRef, b.Subjects)
+		}
+		for _, o := range objs {
+			if (o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding") && o.GetName() == "tidal-autoscaler" {
+				t.Errorf("%s rendered with autoscaler.watchNamespace", objKey(o))
+			}
+		}
+		// The default: every namespace.
+		d = typed[appsv1.Deployment](t, find(t, helmTemplate(t), "Deployment", namespace, "tidal-autoscaler"))
+		for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+			if strings.HasPrefix(a, "--namespace") {
+				t.Errorf("default autoscaler args have %q", a)
+			}
+		}
 	})
 	t.Run("rules.existingConfigMap", func(t *testing.T) {
 		objs := helmTemplate(t, "--set", "rules.existingConfigMap=my-rules")

@@ -212,13 +212,21 @@ func (c *clusterTest) runAutoscaler(ctx context.Context, t *testing.T, mode stri
 	if err != nil {
 		t.Fatal(err)
 	}
+	securePort, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var args []string
 	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
 		if strings.HasPrefix(a, "--health-probe-bind-address=") {
 			a = fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", port)
 		}
+		if strings.HasPrefix(a, "--secure-port=") {
+			a = fmt.Sprintf("--secure-port=%d", securePort)
+		}
 		args = append(args, a)
 	}
+	args = append(args, "--bind-address=127.0.0.1")
 	if !slices.Contains(args, "--mode="+mode) {
 		t.Fatalf("installed args %q lack --mode=%s", args, mode)
 	}

@@ -347,9 +347,23 @@ func checkAutoscaler(t *testing.T, objs []*unstructured.Unstructured, exp expect
 	checkProbe(t, "readiness", c.ReadinessProbe, "/readyz", "health", corev1.URISchemeHTTP)
 	for _, want := range []string{"autoscaler", "--mode=" + exp.autoscaler, "--leader-elect=true",
 		"--leader-elect-resource-name=tidal-autoscaler", "--leader-elect-resource-namespace=" + namespace,
-		"--health-probe-bind-address=:8081"} {
+		"--health-probe-bind-address=:8081", "--secure-port=8443"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %q lack %q", c.Args, want)
+		}
+	}
+	// /metrics on the secure port, behind the autoscaler's Service for
+	// scrapers; the probes stay on the plain health port.
+	if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "https" && p.ContainerPort == 8443 }) {
+		t.Errorf("container ports %+v lack https 8443", c.Ports)
+	}
+	svc := typed[corev1.Service](t, find(t, objs, "Service", namespace, "tidal-autoscaler"))
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "https" || svc.Spec.Ports[0].TargetPort.String() != "https" {
+		t.Errorf("autoscaler Service ports %+v, want https -> https", svc.Spec.Ports)
+	}
+	for k, v := range svc.Spec.Selector {
+		if d.Spec.Template.Labels[k] != v {
+			t.Errorf("autoscaler Service selector %v does not select the autoscaler pods %v", svc.Spec.Selector, d.Spec.Template.Labels)
 		}
 	}
 }
@@ -403,6 +417,8 @@ func checkRBAC(t *testing.T, objs []*unstructured.Unstructured, exp expectation)
 		binding("ClusterRoleBinding", "", "tidal-autoscaler", "ClusterRole", "tidal-autoscaler", autoscalerSA)
 		role(namespace, "tidal-autoscaler-leader-election", leaderElectionRules)
 		binding("RoleBinding", namespace, "tidal-autoscaler-leader-election", "Role", "tidal-autoscaler-leader-election", autoscalerSA)
+		// Its /metrics is authorized with TokenReviews and SubjectAccessReviews.
+		binding("ClusterRoleBinding", "", "tidal-autoscaler:system:auth-delegator", "ClusterRole", "system:auth-delegator", autoscalerSA)
 	}
 	if slices.Contains(exp.apiServices, "v1beta1.metrics.k8s.io") {
 		clusterRole("tidal-aggregated-metrics-reader", aggregatedMetricsReaderRules)

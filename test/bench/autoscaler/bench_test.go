@@ -478,6 +478,12 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 		return phaseResult{}, err
 	}
 	defer a.Process.Stop(10 * time.Second)
+	// /metrics and /debug/pprof/ are on the secure port, authorized by
+	// the cluster: the admin's client certificate.
+	scraper, err := adminClient(h)
+	if err != nil {
+		return phaseResult{}, err
+	}
 	dyn, err := dynamic.NewForConfig(h.Admin)
 	if err != nil {
 		return phaseResult{}, err
@@ -517,7 +523,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 		return desired, with, nil
 	}
 	depth := func(ctx context.Context) (float64, error) {
-		return scrapeCounter(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", a.HealthPort), "workqueue_depth")
+		return scrapeCounter(ctx, scraper, a.MetricsURL("/metrics"), "workqueue_depth")
 	}
 	profiled := false
 	counter := func(ctx context.Context) (float64, error) {
@@ -527,7 +533,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 			profiled = true
 			go func() {
 				window := time.Duration(cfg.periods) * syncPeriod
-				data, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", a.HealthPort, int(window.Seconds())))
+				data, err := httpGetWith(ctx, scraper, a.MetricsURL(fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(window.Seconds()))))
 				if err == nil {
 					err = os.WriteFile(profile, []byte(data), 0o644)
 				}
@@ -536,7 +542,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 				}
 			}()
 		}
-		return scrapeCounter(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", a.HealthPort), "tidal_autoscaler_reconciliations_total")
+		return scrapeCounter(ctx, scraper, a.MetricsURL("/metrics"), "tidal_autoscaler_reconciliations_total")
 	}
 	r, err := measure(ctx, b, cfg, a.Process.PID(), []string{tidalUser}, auditLog, statuses, counter, depth)
 	if err != nil {
@@ -644,8 +650,8 @@ func kcmProfile(ctx context.Context, h *harness.Harness, pid int, file string) e
 
 // scrapeCounter sums every series of a counter on a Prometheus text
 // endpoint.
-func scrapeCounter(ctx context.Context, url, name string) (float64, error) {
-	body, err := httpGet(ctx, url)
+func scrapeCounter(ctx context.Context, client *http.Client, url, name string) (float64, error) {
+	body, err := httpGetWith(ctx, client, url)
 	if err != nil {
 		return 0, err
 	}
@@ -669,8 +675,17 @@ func scrapeCounter(ctx context.Context, url, name string) (float64, error) {
 	return sum, nil
 }
 
-func httpGet(ctx context.Context, url string) (string, error) {
-	return httpGetWith(ctx, http.DefaultClient, url)
+// adminClient presents the harness admin's client certificate to the
+// autoscaler's secure port, whose serving certificate is self-signed.
+func adminClient(h *harness.Harness) (*http.Client, error) {
+	admin := rest.CopyConfig(h.Admin)
+	admin.TLSClientConfig.CAData, admin.TLSClientConfig.CAFile = nil, ""
+	admin.TLSClientConfig.Insecure = true
+	tr, err := rest.TransportFor(admin)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: tr}, nil
 }
 
 // httpGetWith GETs url with client and returns the body; any status but
