@@ -14,9 +14,12 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
 	"github.com/tidal-autoscaler/tidal/test/harness"
 )
 
@@ -181,7 +184,7 @@ func TestScaleWriteFaults(t *testing.T) {
 	if err := harness.WaitReady(ctx, nil, "every pod at the target", 2*time.Minute, func(ctx context.Context) error { return atTarget(ctx, name) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := createAutoscaler(ctx, name); err != nil {
+	if err := createAutoscaler(ctx, name, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := harness.WaitReady(ctx, nil, "steady before the fault", time.Minute, func(ctx context.Context) error { return steadyNamed(ctx, name) }); err != nil {
@@ -337,4 +340,81 @@ func servedSerial(url string, h *harness.Harness) (string, error) {
 	}
 	defer conn.Close()
 	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String(), nil
+}
+
+// TestClockSkewHistory: a stabilization history written by a replica whose
+// clock ran 5 minutes ahead (a recommendation of 4 "in the future") does not
+// hold off scaling down once the window has passed: the restarted
+// autoscaler, reading it back, takes times after now as now.
+func TestClockSkewHistory(t *testing.T) {
+	h := need(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const name = "skew"
+	if _, err := h.Client.AppsV1().Deployments(ns).Create(ctx, harness.Deployment(ns, name, replicas), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := h.WaitDeploymentReady(ctx, ns, name, 90*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var podNames []string
+	for _, p := range pods {
+		podNames = append(podNames, p.Name)
+	}
+	setRates(podNames, targetPerPod)
+	if err := harness.WaitReady(ctx, nil, "every pod at the target", 2*time.Minute, func(ctx context.Context) error { return atTarget(ctx, name) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := createAutoscaler(ctx, name, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.WaitReady(ctx, nil, "steady", time.Minute, func(ctx context.Context) error { return steadyNamed(ctx, name) }); err != nil {
+		t.Fatal(err)
+	}
+
+	// The replica with the fast clock: stopped after writing a history
+	// whose last recommendation of 3 is 5 minutes ahead.
+	if err := env.autoscaler.Process.Stop(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ahead := time.Now().Add(5 * time.Minute)
+	u, err := env.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := behavior.History{Recommendations: []behavior.Recommendation{{Replicas: replicas, Time: ahead}}}
+	if err := unstructured.SetNestedField(u.Object, history.Encode(), "status", "tidal", "history"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The load drops; the other replica (a restart here) takes over.
+	setRates(podNames, targetPerPod/10)
+	bin, err := harness.TidalBinary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	if env.autoscaler, err = h.StartAutoscaler(ctx, harness.AutoscalerOptions{
+		Binary: bin, Name: "tidal-autoscaler-2", Args: []string{"--horizontal-pod-autoscaler-sync-period=" + syncPeriod.String()},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Well before the 5 minutes the skewed history would hold it: the
+	// 10 s window, the lease handover and the rate window.
+	if err := harness.WaitReady(ctx, env.autoscaler.Process, "a scale-down despite the history from the future", 2*time.Minute, func(ctx context.Context) error {
+		_, r, err := autoscalerState(ctx, name)
+		if err != nil {
+			return err
+		}
+		if r >= replicas {
+			return fmt.Errorf("%d replicas", r)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("scaled down %v after the restart; the skewed history's recommendation was %v ahead", time.Since(restarted).Round(time.Second), time.Until(ahead).Round(time.Second))
 }

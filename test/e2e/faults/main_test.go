@@ -149,7 +149,7 @@ func setup(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := createAutoscaler(ctx, app); err != nil {
+	if err := createAutoscaler(ctx, app, 0); err != nil {
 		return err
 	}
 	return harness.WaitReady(ctx, env.autoscaler.Process, "the autoscaler reading its metric", 2*time.Minute, func(ctx context.Context) error {
@@ -158,8 +158,8 @@ func setup(ctx context.Context) error {
 }
 
 // createAutoscaler creates the HorizontalAutoscaler NAME for the
-// Deployment NAME.
-func createAutoscaler(ctx context.Context, name string) error {
+// Deployment NAME, with a scale-down window of windowSeconds.
+func createAutoscaler(ctx context.Context, name string, windowSeconds int32) error {
 	ha := &v1alpha1.HorizontalAutoscaler{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -177,7 +177,7 @@ func createAutoscaler(ctx context.Context, name string) error {
 			// No window: any reading below the target would scale down at
 			// once, so a fault that passed for "no load" would show.
 			Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
-				ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(int32(0))},
+				ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(windowSeconds)},
 			},
 		}},
 	}
