@@ -165,8 +165,13 @@ func TestServedErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := promtest.New(t)
+			// The handler runs on the server's goroutines, several at
+			// once (CPU and memory are asked in parallel).
+			var mu sync.Mutex
 			var queries []string
 			srv.OnQuery(func(q string) promtest.Response {
+				mu.Lock()
+				defer mu.Unlock()
 				queries = append(queries, q)
 				return tt.resp
 			})
@@ -191,7 +196,10 @@ func TestServedErrors(t *testing.T) {
 				}
 				// Neither the query nor Prometheus's message, which
 				// quotes it, nor the URL a GET carries it in.
-				for _, leak := range append(queries, "sum(", "secret", "127.0.0.1") {
+				mu.Lock()
+				leaks := append(slices.Clone(queries), "sum(", "secret", "127.0.0.1")
+				mu.Unlock()
+				for _, leak := range leaks {
 					if strings.Contains(st.Message, leak) {
 						t.Errorf("GET %s: message %q carries %q", path, st.Message, leak)
 					}
