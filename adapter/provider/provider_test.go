@@ -72,13 +72,13 @@ type fixture struct {
 
 const sampleTime = 1700000000.5
 
-func newFixture(t *testing.T, promURL func(*prom.Options)) *fixture {
+func newFixture(t testing.TB, promURL func(*prom.Options)) *fixture {
 	t.Helper()
 	return newFixtureWith(t, promURL, nil)
 }
 
 // newFixtureWith is newFixture with the provider's options changed by opts.
-func newFixtureWith(t *testing.T, promURL func(*prom.Options), opts func(*provider.Options)) *fixture {
+func newFixtureWith(t testing.TB, promURL func(*prom.Options), opts func(*provider.Options)) *fixture {
 	t.Helper()
 	f := &fixture{
 		srv:    promtest.New(t),
