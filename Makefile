@@ -14,6 +14,7 @@ LDFLAGS   := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).GitCom
 
 IMAGE     ?= tidal:$(VERSION)
 STATICCHECK_VERSION ?= v0.8.2
+GOVULNCHECK_VERSION ?= v1.9.0
 
 # The unit tests run with the race detector, which needs cgo and a C
 # compiler (make cc installs Debian's gcc when there is none); RACE= runs
@@ -94,11 +95,26 @@ conformance-random: tools ## Random scenarios against kube-controller-manager's 
 	  $(GO) test -count=1 -timeout 40m -v -run 'TestRandomScenarios' ./test/e2e/conformance
 
 .PHONY: lint
-lint: ## gofmt, go vet and staticcheck.
+lint: ## gofmt, go vet, staticcheck and (when its database can be reached) govulncheck.
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './_output/*'))"; \
 	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	@$(MAKE) --no-print-directory vulncheck
+
+# govulncheck needs its vulnerability database, which is not on the Go
+# module proxy: a short probe of the database govulncheck names itself
+# decides, and an unreachable one skips the check with a line saying so.
+.PHONY: vulncheck
+vulncheck: ## govulncheck ./... when the vulnerability database can be reached; skipped with a message otherwise.
+	@vulncheck="$(GO) run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)"; \
+	db="$$($$vulncheck -version 2>/dev/null | sed -n 's/^DB: *//p')"; \
+	if [ -z "$$db" ]; then echo "vulncheck: SKIPPED: govulncheck $(GOVULNCHECK_VERSION) could not be built or did not name its vulnerability database"; exit 0; fi; \
+	if ! command -v curl >/dev/null 2>&1; then echo "vulncheck: SKIPPED: no curl to probe the vulnerability database"; exit 0; fi; \
+	code=0; curl -fsS -o /dev/null --max-time 10 "$$db/index/db.json.gz" 2>/dev/null || code=$$?; \
+	if [ "$$code" != "0" ]; then echo "vulncheck: SKIPPED: the vulnerability database cannot be reached from here (probe failed, curl exit code $$code); dependencies were not checked for known vulnerabilities"; exit 0; fi; \
+	echo "vulncheck: govulncheck $(GOVULNCHECK_VERSION) ./..."; \
+	$$vulncheck ./...
 
 .PHONY: generate
 generate: ## Regenerate deepcopy code and the CRD from autoscaler/apis (controller-gen, pinned).
