@@ -89,9 +89,14 @@ fuzz: ## Run every fuzz target (func FuzzXxx outside test/) for FUZZTIME each (d
 test-fuzz: ## make fuzz with FUZZTIME_TEST (default 5s) per target, as make test runs it.
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)
 
+# E2E_PARALLEL e2e packages run at once, each with its own control plane
+# on free loopback ports: most of their time is waiting for sync periods,
+# so two at a time fit in CI's budget on 2 cores.
+E2E_PARALLEL ?= 2
+
 .PHONY: test-e2e
-test-e2e: tools ## Integration and e2e tests against the real harness.
-	TIDAL_TOOLS_DIR="$$(readlink -f $(TOOLS_DIR))" $(GO) test -count=1 -p 1 -timeout 25m $(E2E_PKGS)
+test-e2e: tools ## Integration and e2e tests against the real harness (E2E_PARALLEL packages at once).
+	TIDAL_TOOLS_DIR="$$(readlink -f $(TOOLS_DIR))" $(GO) test -count=1 -p $(E2E_PARALLEL) -timeout 25m $(E2E_PKGS)
 
 .PHONY: conformance-random
 conformance-random: tools ## Random scenarios against kube-controller-manager's HPA controller (TIDAL_CONFORMANCE_RANDOM=30; the seed is printed, TIDAL_CONFORMANCE_SEED replays).
