@@ -4,6 +4,9 @@ package app
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -13,13 +16,33 @@ import (
 	adapterapp "github.com/tidal-autoscaler/tidal/adapter/app"
 	"github.com/tidal-autoscaler/tidal/adapter/explain"
 	autoscalerapp "github.com/tidal-autoscaler/tidal/autoscaler/app"
+	"github.com/tidal-autoscaler/tidal/autoscaler/autoscale"
 	"github.com/tidal-autoscaler/tidal/internal/cmdutil"
 	rulesapp "github.com/tidal-autoscaler/tidal/rules/app"
 )
 
+// PluginName is the executable name under which kubectl runs tidal as a
+// plugin: `kubectl tidal autoscale ...` runs kubectl-tidal autoscale ...
+const PluginName = "kubectl-tidal"
+
 // NewCommand returns the root `tidal` command. Long-running subcommands stop
-// when ctx is cancelled.
+// when ctx is cancelled. Run as kubectl-tidal (os.Args[0]), it is the same
+// command, shown in help as `kubectl tidal`.
 func NewCommand(ctx context.Context) *cobra.Command {
+	return newCommand(ctx, os.Args[0])
+}
+
+// displayName is how the root command names itself for the executable
+// argv0: "kubectl tidal" when it is kubectl-tidal (kubectl's plugin
+// name, with .exe on Windows), else "" (the command's own name, tidal).
+func displayName(argv0 string) string {
+	if strings.TrimSuffix(filepath.Base(argv0), ".exe") == PluginName {
+		return "kubectl tidal"
+	}
+	return ""
+}
+
+func newCommand(ctx context.Context, argv0 string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tidal",
 		Short: "Kubernetes autoscaling from Prometheus metrics",
@@ -37,9 +60,14 @@ autoscaler controller, and the rule file tooling.`,
 	cmd.AddCommand(
 		adapterapp.NewCommand(ctx),
 		autoscalerapp.NewCommand(ctx),
+		autoscale.NewCommand(),
 		rules,
 		newVersionCommand(),
 	)
+
+	if name := displayName(argv0); name != "" {
+		cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
+	}
 
 	// The root's own flags; the components print their own sections. The
 	// klog flags (-v, --vmodule) are persistent: they serve the
