@@ -169,27 +169,7 @@ func TestScaleWriteFaults(t *testing.T) {
 	// An object of its own: the events of the other tests' faults must not
 	// use up its event budget.
 	const name = "scale"
-	if _, err := h.Client.AppsV1().Deployments(ns).Create(ctx, harness.Deployment(ns, name, replicas), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pods, err := h.WaitDeploymentReady(ctx, ns, name, 90*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var podNames []string
-	for _, p := range pods {
-		podNames = append(podNames, p.Name)
-	}
-	setRates(podNames, targetPerPod)
-	if err := harness.WaitReady(ctx, nil, "every pod at the target", 2*time.Minute, func(ctx context.Context) error { return atTarget(ctx, name) }); err != nil {
-		t.Fatal(err)
-	}
-	if err := createAutoscaler(ctx, name, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := harness.WaitReady(ctx, nil, "steady before the fault", time.Minute, func(ctx context.Context) error { return steadyNamed(ctx, name) }); err != nil {
-		t.Fatal(err)
-	}
+	podNames := steadyWorkload(ctx, t, name, 0)
 
 	faults := []struct {
 		name    string
@@ -351,27 +331,7 @@ func TestClockSkewHistory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const name = "skew"
-	if _, err := h.Client.AppsV1().Deployments(ns).Create(ctx, harness.Deployment(ns, name, replicas), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pods, err := h.WaitDeploymentReady(ctx, ns, name, 90*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var podNames []string
-	for _, p := range pods {
-		podNames = append(podNames, p.Name)
-	}
-	setRates(podNames, targetPerPod)
-	if err := harness.WaitReady(ctx, nil, "every pod at the target", 2*time.Minute, func(ctx context.Context) error { return atTarget(ctx, name) }); err != nil {
-		t.Fatal(err)
-	}
-	if err := createAutoscaler(ctx, name, 10); err != nil {
-		t.Fatal(err)
-	}
-	if err := harness.WaitReady(ctx, nil, "steady", time.Minute, func(ctx context.Context) error { return steadyNamed(ctx, name) }); err != nil {
-		t.Fatal(err)
-	}
+	podNames := steadyWorkload(ctx, t, name, 10)
 
 	// The replica with the fast clock: stopped after writing a history
 	// whose last recommendation of 3 is 5 minutes ahead.
@@ -417,4 +377,36 @@ func TestClockSkewHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("scaled down %v after the restart; the skewed history's recommendation was %v ahead", time.Since(restarted).Round(time.Second), time.Until(ahead).Round(time.Second))
+}
+
+// steadyWorkload creates the Deployment NAME of `replicas` pods at the
+// target and its HorizontalAutoscaler with a scale-down window of
+// windowSeconds, waits until the autoscaler holds it, and returns the pods.
+// Tests that need events of their own use a workload of their own (see
+// events).
+func steadyWorkload(ctx context.Context, t *testing.T, name string, windowSeconds int32) []string {
+	t.Helper()
+	h := env.h
+	if _, err := h.Client.AppsV1().Deployments(ns).Create(ctx, harness.Deployment(ns, name, replicas), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := h.WaitDeploymentReady(ctx, ns, name, 90*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var podNames []string
+	for _, p := range pods {
+		podNames = append(podNames, p.Name)
+	}
+	setRates(podNames, targetPerPod)
+	if err := harness.WaitReady(ctx, nil, "every pod at the target", 2*time.Minute, func(ctx context.Context) error { return atTarget(ctx, name) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := createAutoscaler(ctx, name, windowSeconds); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.WaitReady(ctx, nil, "steady", time.Minute, func(ctx context.Context) error { return steadyNamed(ctx, name) }); err != nil {
+		t.Fatal(err)
+	}
+	return podNames
 }

@@ -299,8 +299,20 @@ func (it customItem) key() string {
 }
 
 func compareCustom(r request, peerBody, tidalBody []byte) []difference {
+	return compareItems(peerBody, tidalBody, customItem.key, func(k string, pi customItem) difference {
+		if isNaN(pi.name(), pi.DescribedObject.Name) && allZero(pi.Value) {
+			return difference{ruleNaN, "prometheus-adapter only, as 0: " + k}
+		}
+		return difference{"", "prometheus-adapter only: " + k}
+	}, compareCustomItem)
+}
+
+// compareItems compares two lists of items by key: peerOnly classifies an
+// item only prometheus-adapter answered, both the items both answered; an
+// item only Tidal answered is never a listed difference.
+func compareItems[T any](peerBody, tidalBody []byte, key func(T) string, peerOnly func(string, T) difference, both func(string, T, T) []difference) []difference {
 	var p, t struct {
-		Items []customItem `json:"items"`
+		Items []T `json:"items"`
 	}
 	if err := json.Unmarshal(peerBody, &p); err != nil {
 		return []difference{{"", "prometheus-adapter's list does not decode: " + err.Error()}}
@@ -308,10 +320,10 @@ func compareCustom(r request, peerBody, tidalBody []byte) []difference {
 	if err := json.Unmarshal(tidalBody, &t); err != nil {
 		return []difference{{"", "Tidal's list does not decode: " + err.Error()}}
 	}
-	index := func(items []customItem) map[string]customItem {
-		m := map[string]customItem{}
+	index := func(items []T) map[string]T {
+		m := map[string]T{}
 		for _, it := range items {
-			m[it.key()] = it
+			m[key(it)] = it
 		}
 		return m
 	}
@@ -321,14 +333,12 @@ func compareCustom(r request, peerBody, tidalBody []byte) []difference {
 		pi, inP := pm[k]
 		ti, inT := tm[k]
 		switch {
-		case !inT && isNaN(pi.name(), pi.DescribedObject.Name) && allZero(pi.Value):
-			out = append(out, difference{ruleNaN, "prometheus-adapter only, as 0: " + k})
 		case !inT:
-			out = append(out, difference{"", "prometheus-adapter only: " + k})
+			out = append(out, peerOnly(k, pi))
 		case !inP:
 			out = append(out, difference{"", "Tidal only: " + k})
 		default:
-			out = append(out, compareCustomItem(k, pi, ti)...)
+			out = append(out, both(k, pi, ti)...)
 		}
 	}
 	return out
@@ -396,38 +406,11 @@ func (it externalItem) key() string {
 }
 
 func compareExternal(r request, peerBody, tidalBody []byte) []difference {
-	var p, t struct {
-		Items []externalItem `json:"items"`
-	}
-	if err := json.Unmarshal(peerBody, &p); err != nil {
-		return []difference{{"", "prometheus-adapter's list does not decode: " + err.Error()}}
-	}
-	if err := json.Unmarshal(tidalBody, &t); err != nil {
-		return []difference{{"", "Tidal's list does not decode: " + err.Error()}}
-	}
-	index := func(items []externalItem) map[string]externalItem {
-		m := map[string]externalItem{}
-		for _, it := range items {
-			m[it.key()] = it
-		}
-		return m
-	}
-	pm, tm := index(p.Items), index(t.Items)
-	var out []difference
-	for _, k := range unionKeys(pm, tm) {
-		pi, inP := pm[k]
-		ti, inT := tm[k]
-		switch {
-		case !inT:
-			out = append(out, difference{"", "prometheus-adapter only: " + k})
-		case !inP:
-			out = append(out, difference{"", "Tidal only: " + k})
-		default:
-			out = append(out, compareWindows(k, pi.Window, ti.Window)...)
-			out = append(out, compareValues(k, pi.Value, ti.Value)...)
-		}
-	}
-	return out
+	return compareItems(peerBody, tidalBody, externalItem.key, func(k string, _ externalItem) difference {
+		return difference{"", "prometheus-adapter only: " + k}
+	}, func(k string, pi, ti externalItem) []difference {
+		return append(compareWindows(k, pi.Window, ti.Window), compareValues(k, pi.Value, ti.Value)...)
+	})
 }
 
 // usageObject is a PodMetrics or a NodeMetrics.
