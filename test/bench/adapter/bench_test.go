@@ -42,7 +42,11 @@
 // requests list pods with), TIDAL_BENCH_PPROF (a directory:
 // a CPU profile of tidal during each load, and of kube-apiserver during
 // each load through the aggregator, TIDAL_BENCH_PPROF_SECONDS long,
-// default 5).
+// default 5), TIDAL_BENCH_NOOP (the no-op aggregated server,
+// test/cmd/noopadapter: a binary, or "build"; run as a third side, the
+// ceiling of the apiserver stack), TIDAL_BENCH_ROUNDS (1: how many times
+// the sides take turns, A B C A B C ...), TIDAL_BENCH_SAMPLES (a file:
+// every round's figures appended as JSON lines, see test/bench/samples).
 //
 // Figures depend on the machine and its load; nothing here asserts on
 // time. Compare runs with benchstat.
@@ -156,6 +160,8 @@ type server struct {
 	pid  int
 	// url is https://127.0.0.1:PORT.
 	url string
+	// stop stops it before the benchmark's end, when set.
+	stop func()
 }
 
 // get GETs url and returns the body; any status but 200 is an error that

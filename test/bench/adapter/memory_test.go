@@ -19,6 +19,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/tidal-autoscaler/tidal/test/bench/samples"
 	"github.com/tidal-autoscaler/tidal/test/exporter"
 	"github.com/tidal-autoscaler/tidal/test/harness"
 )
@@ -70,15 +71,28 @@ func BenchmarkDiscoveryMemory(b *testing.B) {
       pod: {resource: pod}
   metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
 `, memSeriesQuery)
-	b.Run("tidal", func(b *testing.B) { tidalDiscovery(ctx, b, h, bin, rules, names, sets) })
-	if peer != "" {
-		b.Run("prometheus-adapter", func(b *testing.B) { peerDiscovery(ctx, b, h, peer, rules, names, sets) })
+	// The sides take turns TIDAL_BENCH_ROUNDS times (A B A B ...) on the
+	// same series.
+	row := fmt.Sprintf("discovery/%d", want)
+	for round := 1; round <= envInt("TIDAL_BENCH_ROUNDS", 1); round++ {
+		rec := func(b *testing.B, side, metric string, v float64, unit string) {
+			if err := samples.Record(samples.Sample{Row: row, Side: side, Round: round, Metric: metric, Value: v, Unit: unit}); err != nil {
+				b.Errorf("samples: %v", err)
+			}
+		}
+		b.Run("tidal", func(b *testing.B) { tidalDiscovery(ctx, b, h, bin, rules, names, sets, rec) })
+		if peer != "" {
+			b.Run("prometheus-adapter", func(b *testing.B) { peerDiscovery(ctx, b, h, peer, rules, names, sets, rec) })
+		}
 	}
 }
 
+// recorder appends one figure of one side to the samples file.
+type recorder func(b *testing.B, side, metric string, v float64, unit string)
+
 // tidalDiscovery measures `tidal adapter`: idle RSS with an empty rule
 // file, then the hot reload to rules and its first discovery pass.
-func tidalDiscovery(ctx context.Context, b *testing.B, h *harness.Harness, bin, rules string, names, sets int) {
+func tidalDiscovery(ctx context.Context, b *testing.B, h *harness.Harness, bin, rules string, names, sets int, rec recorder) {
 	b.StopTimer()
 	want := names * sets
 	// Start idle (rules matching nothing), then switch the rule file and
@@ -148,15 +162,36 @@ func tidalDiscovery(ctx context.Context, b *testing.B, h *harness.Harness, bin, 
 	b.ReportMetric(relist/rawMedian.Seconds(), "relist-ratio")
 	b.ReportMetric(relist*1000, "relist-ms")
 	b.ReportMetric(0, "ns/op")
+	rec(b, "tidal", "rss-growth", (after-idle)/1024, "MiB")
+	rec(b, "tidal", "peak-growth", (peak-idlePeak)/1024, "MiB")
+	rec(b, "tidal", "relist", relist*1000, "ms")
+	rec(b, "raw-series", "relist", float64(rawMedian)/float64(time.Millisecond), "ms")
 	b.Logf("%d series (%d names x %d label sets): adapter RSS %.1f MiB idle -> %.1f MiB after discovery (peak %.1f -> %.1f MiB); relist %.0f ms vs raw /api/v1/series %s (median of %v, %d bytes): ratio %.2f",
 		want, names, sets, idle/1024, after/1024, idlePeak/1024, peak/1024, relist*1000, rawMedian.Round(time.Millisecond), raw, rawBytes, relist/rawMedian.Seconds())
 }
 
 // peerDiscovery measures prometheus-adapter: it discovers at start, so
-// only its RSS once the metrics are listed is known (rss-MiB).
-func peerDiscovery(ctx context.Context, b *testing.B, h *harness.Harness, bin, rules string, names, sets int) {
+// its RSS once the metrics are listed (rss-MiB) is measured, and its
+// growth over the RSS of the same binary started with no rules, 3 s after
+// its start (the idle figure tidal's growth starts from).
+func peerDiscovery(ctx context.Context, b *testing.B, h *harness.Harness, bin, rules string, names, sets int, rec recorder) {
 	b.StopTimer()
-	ruleFile := filepath.Join(b.TempDir(), "rules.yaml")
+	dir := b.TempDir()
+	idleRules := filepath.Join(dir, "idle.yaml")
+	if err := os.WriteFile(idleRules, []byte("rules: []\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	idlePeer, err := startPeer(ctx, b, h, bin, idleRules, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	idle, err := harness.StatusKiB(idlePeer.pid, "VmRSS")
+	if err != nil {
+		b.Fatal(err)
+	}
+	idlePeer.stop()
+	ruleFile := filepath.Join(dir, "rules.yaml")
 	if err := os.WriteFile(ruleFile, []byte(rules), 0o600); err != nil {
 		b.Fatal(err)
 	}
@@ -187,8 +222,11 @@ func peerDiscovery(ctx context.Context, b *testing.B, h *harness.Harness, bin, r
 	peak, _ := harness.StatusKiB(s.pid, "VmHWM")
 	b.ReportMetric(rss/1024, "rss-MiB")
 	b.ReportMetric(peak/1024, "peak-MiB")
+	b.ReportMetric((rss-idle)/1024, "rss-delta-MiB")
 	b.ReportMetric(0, "ns/op")
-	b.Logf("prometheus-adapter with %d series (%d names x %d label sets): RSS %.1f MiB after discovery (peak %.1f MiB)", names*sets, names, sets, rss/1024, peak/1024)
+	rec(b, "prometheus-adapter", "rss-growth", (rss-idle)/1024, "MiB")
+	rec(b, "prometheus-adapter", "rss", rss/1024, "MiB")
+	b.Logf("prometheus-adapter with %d series (%d names x %d label sets): RSS %.1f MiB idle (no rules) -> %.1f MiB after discovery (peak %.1f MiB)", names*sets, names, sets, idle/1024, rss/1024, peak/1024)
 }
 
 // directClient reaches an adapter's port directly as the harness admin

@@ -14,6 +14,7 @@ import (
 // pods by label selector, each with an app container's cpu and memory.
 func BenchmarkPodMetrics(b *testing.B) {
 	runScenario(b, scenario{
+		name:    "podmetrics",
 		rules:   exporter.ResourceRules,
 		apis:    [][2]string{{"metrics.k8s.io", "v1beta1"}},
 		path:    fmt.Sprintf("/apis/metrics.k8s.io/v1beta1/namespaces/%s/pods?labelSelector=app%%3D%s", benchNamespace, benchApp),

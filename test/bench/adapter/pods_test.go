@@ -23,6 +23,7 @@ import (
 	cmv1beta2 "k8s.io/metrics/pkg/apis/custom_metrics/v1beta2"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
+	"github.com/tidal-autoscaler/tidal/test/bench/samples"
 	"github.com/tidal-autoscaler/tidal/test/exporter"
 	"github.com/tidal-autoscaler/tidal/test/harness"
 )
@@ -82,6 +83,14 @@ func startServer(ctx context.Context, b *testing.B, h *harness.Harness, kind, bi
 	if err := os.WriteFile(ruleFile, []byte(rules), 0o600); err != nil {
 		return nil, err
 	}
+	if kind == "noop" {
+		a, err := h.StartNoopAdapter(ctx, harness.NoopOptions{Binary: bin, Items: podsWorkload.pods, Namespace: benchNamespace, Metric: podsMetric, APIServices: apis})
+		if err != nil {
+			return nil, err
+		}
+		b.Cleanup(func() { _ = a.Process.Stop(10 * time.Second) })
+		return &server{name: kind, pid: a.Process.PID(), url: a.URL("")}, nil
+	}
 	if kind == "tidal" || kind == "baseline" {
 		if os.Getenv("TIDAL_BENCH_PPROF") != "" {
 			args = append(args[:len(args):len(args)], "--profiling") // off by default
@@ -129,7 +138,7 @@ func startPeer(ctx context.Context, b *testing.B, h *harness.Harness, bin, ruleF
 		return nil, err
 	}
 	b.Cleanup(func() { _ = p.Stop(10 * time.Second) })
-	s := &server{name: "prometheus-adapter", pid: p.PID(), url: fmt.Sprintf("https://127.0.0.1:%d", port)}
+	s := &server{name: "prometheus-adapter", pid: p.PID(), url: fmt.Sprintf("https://127.0.0.1:%d", port), stop: func() { _ = p.Stop(10 * time.Second) }}
 	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig(h)}}
 	if err := harness.WaitReady(ctx, p, "prometheus-adapter /healthz", 90*time.Second, func(ctx context.Context) error {
 		return httpGetOK(ctx, probe, s.url+"/healthz")
@@ -154,6 +163,7 @@ func startPeer(ctx context.Context, b *testing.B, h *harness.Harness, bin, ruleF
 // the aggregator as the HPA makes them.
 func BenchmarkPodsCustomMetric(b *testing.B) {
 	runScenario(b, scenario{
+		name:  "pods",
 		rules: podsRules,
 		apis:  [][2]string{{"custom.metrics.k8s.io", "v1beta1"}, {"custom.metrics.k8s.io", "v1beta2"}},
 		path:  fmt.Sprintf("/apis/custom.metrics.k8s.io/v1beta2/namespaces/%s/pods/*/%s?labelSelector=app%%3D%s", benchNamespace, podsMetric, benchApp),
@@ -162,6 +172,8 @@ func BenchmarkPodsCustomMetric(b *testing.B) {
 
 // scenario is one request the HPA makes, served by each server in turn.
 type scenario struct {
+	// name prefixes the rows of its samples (NAME/ROUTE).
+	name string
 	// rules is the rule file; apis the APIServices each server is
 	// registered for.
 	rules string
@@ -174,7 +186,11 @@ type scenario struct {
 }
 
 // runScenario serves sc by tidal and, when TIDAL_BENCH_PEER is set,
-// prometheus-adapter, and loads each with clients as the HPA's identity.
+// prometheus-adapter, and when TIDAL_BENCH_NOOP is set the no-op server,
+// and loads each with clients as the HPA's identity. With
+// TIDAL_BENCH_ROUNDS=N the servers take turns N times (A B C A B C ...),
+// so that a drift of the machine's load shows in every side's spread
+// rather than in one side's figure.
 func runScenario(b *testing.B, sc scenario) {
 	h, bin, peer := setup(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -197,24 +213,53 @@ func runScenario(b *testing.B, sc scenario) {
 	} else {
 		b.Log("TIDAL_BENCH_PEER unset: prometheus-adapter not run")
 	}
-	for _, s := range servers {
-		b.Run(s.name, func(b *testing.B) {
-			b.StopTimer()
-			var args []string
-			if s.name == "prometheus-adapter" {
-				args = strings.Fields(os.Getenv("TIDAL_BENCH_PEER_ARGS"))
-			}
-			srv, err := startServer(ctx, b, h, s.name, s.bin, sc.rules, sc.apis, args...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for _, route := range routes() {
-				b.Run(route, func(b *testing.B) {
-					b.StopTimer()
-					runLoad(ctx, b, h, s.name, srv, route, sc.path)
-				})
-			}
-		})
+	if noop := os.Getenv("TIDAL_BENCH_NOOP"); noop != "" {
+		if noop == "build" {
+			noop = "" // StartNoopAdapter builds it
+		}
+		servers = append(servers, struct{ name, bin string }{"noop", noop})
+	}
+	for round := 1; round <= envInt("TIDAL_BENCH_ROUNDS", 1); round++ {
+		for _, s := range servers {
+			b.Run(s.name, func(b *testing.B) {
+				b.StopTimer()
+				var args []string
+				if s.name == "prometheus-adapter" {
+					args = strings.Fields(os.Getenv("TIDAL_BENCH_PEER_ARGS"))
+				}
+				srv, err := startServer(ctx, b, h, s.name, s.bin, sc.rules, sc.apis, args...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, route := range routes() {
+					b.Run(route, func(b *testing.B) {
+						b.StopTimer()
+						res := runLoad(ctx, b, h, s.name, srv, route, sc.path)
+						recordLoad(b, sc.name+"/"+route, s.name, round, res)
+					})
+				}
+			})
+		}
+	}
+}
+
+// recordLoad appends one load's figures to the samples file.
+func recordLoad(b *testing.B, row, side string, round int, res loadResult) {
+	figures := []samples.Sample{
+		{Metric: "rps", Value: res.rps, Unit: "req/s"},
+		{Metric: "p50", Value: ms(res.p50), Unit: "ms"},
+		{Metric: "p99", Value: ms(res.p99), Unit: "ms"},
+		{Metric: "cpu-per-request", Value: res.cpuPerReq * 1e6, Unit: "CPU-µs"},
+		{Metric: "errors", Value: float64(res.errors), Unit: "requests"},
+	}
+	if v, ok := res.othersPerReq["kube-apiserver"]; ok {
+		figures = append(figures, samples.Sample{Metric: "kube-apiserver-cpu-per-request", Value: v * 1e6, Unit: "CPU-µs"})
+	}
+	for _, f := range figures {
+		f.Row, f.Side, f.Round = row, side, round
+		if err := samples.Record(f); err != nil {
+			b.Errorf("samples: %v", err)
+		}
 	}
 }
 
@@ -237,7 +282,7 @@ func routes() []string {
 // and the adapter verify once and then find in their token caches. (With
 // a client certificate kube-apiserver verifies the chain on every request:
 // 16% of its CPU in this load.)
-func runLoad(ctx context.Context, b *testing.B, h *harness.Harness, name string, srv *server, route, path string) {
+func runLoad(ctx context.Context, b *testing.B, h *harness.Harness, name string, srv *server, route, path string) loadResult {
 	hpa, err := h.RestConfigForServiceAccountToken(ctx, "kube-system", "horizontal-pod-autoscaler", time.Hour)
 	if err != nil {
 		b.Fatal(err)
@@ -280,7 +325,7 @@ func runLoad(ctx context.Context, b *testing.B, h *harness.Harness, name string,
 	}
 
 	var prof, apiProf *profiler
-	if name != "prometheus-adapter" {
+	if name == "tidal" || name == "baseline" {
 		prof = startProfile(ctx, b, h, srv.url, b.Name())
 		if route == "aggregator" {
 			apiProf = startAPIServerProfile(ctx, b, h, b.Name())
@@ -311,6 +356,7 @@ func runLoad(ctx context.Context, b *testing.B, h *harness.Harness, name string,
 	b.Logf("%s via %s (Accept %s): %d requests (%d errors) by %d clients in %s: %.1f req/s, p50 %s, p99 %s, adapter CPU %.2f ms/request; first error: %v",
 		name, route, accept(), res.requests, res.errors, clients, res.elapsed.Round(time.Millisecond), res.rps, res.p50, res.p99, res.cpuPerReq*1000, res.firstErr)
 	b.Logf("%s via %s: CPU ms/request of the other processes: %s", name, route, strings.Join(parts, ", "))
+	return res
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -51,7 +51,25 @@ type auditEvent struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
 		APIGroup    string `json:"apiGroup"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
+}
+
+// kind is "VERB RESOURCE[.GROUP][/SUBRESOURCE]", as requestCount counts.
+func (e *auditEvent) kind() string {
+	kind := e.Verb
+	if r := e.ObjectRef; r != nil {
+		res := r.Resource
+		if r.APIGroup != "" {
+			res += "." + r.APIGroup
+		}
+		if r.Subresource != "" {
+			res += "/" + r.Subresource
+		}
+		kind += " " + res
+	}
+	return kind
 }
 
 // requestCount is the number of requests some users made in a window, in
@@ -90,19 +108,48 @@ func countRequests(path string, users []string, from, to time.Time) (requestCoun
 		if e.Stage != "ResponseComplete" || e.Received.Before(from) || !e.Received.Before(to) || !slices.Contains(users, e.User.Username) {
 			continue
 		}
-		kind := e.Verb
-		if r := e.ObjectRef; r != nil {
-			res := r.Resource
-			if r.APIGroup != "" {
-				res += "." + r.APIGroup
-			}
-			if r.Subresource != "" {
-				res += "/" + r.Subresource
-			}
-			kind += " " + res
-		}
 		out.Total++
-		out.ByKind[kind]++
+		out.ByKind[e.kind()]++
 	}
 	return out, sc.Err()
+}
+
+// visitGaps reads the requests of user of one kind ("get
+// deployments.apps/scale") received in [from, to) and returns the longest
+// time between two of them on one object, and how many objects had one.
+func visitGaps(path, user, verb, resource string, from, to time.Time) (time.Duration, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	visits := map[string][]time.Time{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", path, err)
+		}
+		if e.Stage != "ResponseComplete" || e.Received.Before(from) || !e.Received.Before(to) || e.User.Username != user ||
+			e.ObjectRef == nil || e.kind() != verb+" "+resource {
+			continue
+		}
+		key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
+		visits[key] = append(visits[key], e.Received)
+	}
+	return longestGap(visits), len(visits), sc.Err()
+}
+
+// longestGap is the longest time between two consecutive visits of one
+// object.
+func longestGap(visits map[string][]time.Time) time.Duration {
+	var longest time.Duration
+	for _, ts := range visits {
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		for i := 1; i < len(ts); i++ {
+			longest = max(longest, ts[i].Sub(ts[i-1]))
+		}
+	}
+	return longest
 }

@@ -38,7 +38,12 @@
 // election, so it writes no history refresh either),
 // TIDAL_BENCH_PROFILE (a file: tidal runs with --profiling and a CPU
 // profile of its measured periods is written there),
-// TIDAL_BENCH_KCM_PROFILE (the same for kube-controller-manager).
+// TIDAL_BENCH_KCM_PROFILE (the same for kube-controller-manager),
+// TIDAL_BENCH_SYNC_PERIOD (15s; both controllers' sync period, shorter
+// only for the smoke run), TIDAL_BENCH_SAMPLES (a file: every phase's
+// figures appended as JSON lines, see test/bench/samples; kcm's also
+// carry the longest time between two /scale reads of one HPA, from the
+// audit log).
 //
 // Figures depend on the machine and its load; nothing here asserts on
 // time.
@@ -69,18 +74,36 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/test/bench/samples"
 	"github.com/tidal-autoscaler/tidal/test/harness"
 	"github.com/tidal-autoscaler/tidal/test/metricsserver"
 )
 
 const (
-	syncPeriod = 15 * time.Second
 	// kcmUser is the identity of the upstream HPA controller's requests
 	// (--use-service-account-credentials).
 	kcmUser = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
 	// tidalUser is the identity harness.StartAutoscaler runs tidal as.
 	tidalUser = "system:serviceaccount:tidal-system:tidal-autoscaler"
 )
+
+// syncPeriod is both controllers' sync period: 15 s, their default, unless
+// TIDAL_BENCH_SYNC_PERIOD says otherwise (the smoke run's short one).
+var syncPeriod = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("TIDAL_BENCH_SYNC_PERIOD")); err == nil && d > 0 {
+		return d
+	}
+	return 15 * time.Second
+}()
+
+// syncPeriodArgs set the sync period on either controller when it is not
+// the default.
+func syncPeriodArgs() []string {
+	if syncPeriod == 15*time.Second {
+		return nil
+	}
+	return []string{"--horizontal-pod-autoscaler-sync-period=" + syncPeriod.String()}
+}
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -161,6 +184,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	go jitterUsage(ctx, metrics, cfg)
 
 	runs := map[string][]phaseResult{}
+	measured.pids = h.PIDs()
 	for _, phase := range cfg.phases {
 		var r phaseResult
 		switch phase {
@@ -181,9 +205,13 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		if err != nil {
 			b.Fatalf("phase %s: %v", phase, err)
 		}
-		b.Logf("%s per period: %.2f CPU-s (system %.2f), RSS %.0f MiB, %.0f reconciles, %.0f requests; requests over the %d periods: %s; desired replicas %v",
-			phase, r.cpuPerPeriod, r.systemPerPeriod, r.rssMiB, r.reconcilesPerPeriod, float64(r.requests.Total)/float64(cfg.periods), cfg.periods, r.requests, r.desired)
+		b.Logf("%s per period: %.2f CPU-s (system %.2f), RSS %.0f MiB, %.0f reconciles, %.0f requests; kube-apiserver %.2f CPU-s, etcd %.2f CPU-s; requests over the %d periods: %s; desired replicas %v",
+			phase, r.cpuPerPeriod, r.systemPerPeriod, r.rssMiB, r.reconcilesPerPeriod, float64(r.requests.Total)/float64(cfg.periods), r.apiserverPerPeriod, r.etcdPerPeriod, cfg.periods, r.requests, r.desired)
+		if phase == "kcm" {
+			b.Logf("kcm: %d of %d HPAs read their target's /scale in the window; longest time between two reads of one: %s", r.visited, cfg.autoscalers, r.longestGap.Round(time.Millisecond))
+		}
 		runs[phase] = append(runs[phase], r)
+		recordPhase(b, cfg, phase, len(runs[phase]), r)
 	}
 	// A phase named more than once (e.g. "tidal,baseline,baseline,tidal",
 	// which evens out what running first or second does to the figures)
@@ -214,9 +242,40 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	}
 }
 
+// recordPhase appends one phase's figures to the samples file (every
+// phase: the log's means over repeated phases hide the spread).
+func recordPhase(b *testing.B, cfg config, phase string, round int, r phaseResult) {
+	figures := []samples.Sample{
+		{Metric: "cpu-per-period", Value: r.cpuPerPeriod, Unit: "CPU-s"},
+		{Metric: "requests-per-period", Value: float64(r.requests.Total) / float64(cfg.periods), Unit: "requests"},
+		{Metric: "reconciles-per-period", Value: r.reconcilesPerPeriod, Unit: "objects"},
+		{Metric: "rss", Value: r.rssMiB, Unit: "MiB"},
+		{Metric: "kube-apiserver-cpu-per-period", Value: r.apiserverPerPeriod, Unit: "CPU-s"},
+		{Metric: "etcd-cpu-per-period", Value: r.etcdPerPeriod, Unit: "CPU-s"},
+		{Metric: "autoscalers", Value: float64(cfg.autoscalers), Unit: "objects"},
+	}
+	if phase == "kcm" {
+		figures = append(figures,
+			samples.Sample{Metric: "longest-visit-gap", Value: r.longestGap.Seconds(), Unit: "s"},
+			samples.Sample{Metric: "objects-visited", Value: float64(r.visited), Unit: "objects"})
+	} else {
+		figures = append(figures, samples.Sample{Metric: "max-queue-depth", Value: r.maxQueueDepth, Unit: "items"})
+	}
+	for _, f := range figures {
+		f.Row, f.Side, f.Round = "fleet", phase, round
+		if err := samples.Record(f); err != nil {
+			b.Errorf("samples: %v", err)
+		}
+	}
+}
+
+// measured holds the control plane's process ids, whose CPU each phase's
+// window measures too.
+var measured struct{ pids map[string]int }
+
 // kcmArgs are the HPA controller manager's extra flags.
 func kcmArgs(cfg config) []string {
-	args := []string{fmt.Sprintf("--kube-api-qps=%d", cfg.kcmQPS), fmt.Sprintf("--kube-api-burst=%d", cfg.kcmQPS*3/2)}
+	args := append([]string{fmt.Sprintf("--kube-api-qps=%d", cfg.kcmQPS), fmt.Sprintf("--kube-api-burst=%d", cfg.kcmQPS*3/2)}, syncPeriodArgs()...)
 	if os.Getenv("TIDAL_BENCH_KCM_PROFILE") != "" {
 		args = append(args, "--profiling=true")
 	}
@@ -349,6 +408,16 @@ type phaseResult struct {
 	maxQueueDepth float64
 	// rssMiB is the process's resident memory at the end of the window.
 	rssMiB float64
+	// apiserverPerPeriod and etcdPerPeriod are kube-apiserver's and etcd's
+	// CPU seconds in the same window, per period.
+	apiserverPerPeriod, etcdPerPeriod float64
+	// from and to bound the measured window.
+	from, to time.Time
+	// longestGap is the longest time between two reads of one target's
+	// /scale in the window, and visited the objects read at least once
+	// (kcm only: it reads /scale once per reconcile).
+	longestGap time.Duration
+	visited    int
 }
 
 // meanResult averages the per-period figures of runs of one phase; the
@@ -415,6 +484,7 @@ func measure(ctx context.Context, b *testing.B, cfg config, pid int, users []str
 	if err != nil {
 		return r, err
 	}
+	api0, etcd0 := cpuOf("kube-apiserver"), cpuOf("etcd")
 	n0, err := count()
 	if err != nil {
 		return r, err
@@ -435,6 +505,9 @@ func measure(ctx context.Context, b *testing.B, cfg config, pid int, users []str
 	if err != nil {
 		return r, err
 	}
+	r.apiserverPerPeriod = (cpuOf("kube-apiserver") - api0) / float64(cfg.periods)
+	r.etcdPerPeriod = (cpuOf("etcd") - etcd0) / float64(cfg.periods)
+	r.from, r.to = from, to
 	n1, err := count()
 	if err != nil {
 		return r, err
@@ -460,6 +533,20 @@ func measure(ctx context.Context, b *testing.B, cfg config, pid int, users []str
 	return r, nil
 }
 
+// cpuOf is the CPU seconds so far of the harness process name; 0 when
+// unknown.
+func cpuOf(name string) float64 {
+	pid, ok := measured.pids[name]
+	if !ok {
+		return 0
+	}
+	v, err := harness.CPUSeconds(pid)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
 func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string, cfg config, targets []target, auditLog string) (phaseResult, error) {
 	root, err := harness.RepoRoot()
 	if err != nil {
@@ -468,7 +555,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 	if _, err := h.ApplyCRDs(ctx, filepath.Join(root, "manifests", "crd")); err != nil {
 		return phaseResult{}, err
 	}
-	var args []string
+	args := syncPeriodArgs()
 	profile := os.Getenv("TIDAL_BENCH_PROFILE")
 	if profile != "" {
 		args = append(args, "--profiling")
@@ -610,11 +697,30 @@ func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kuberne
 		}
 	}
 	r, err := measure(ctx, b, cfg, pid, []string{kcmUser}, auditLog, statuses, counter, nil)
+	if err != nil {
+		return r, err
+	}
 	if counter != nil {
 		// measure counts reconciles by the PodMetrics lists without a counter.
 		r.reconcilesPerPeriod = float64(r.requests.ByKind["list pods.metrics.k8s.io"]) / float64(cfg.periods)
 	}
-	return r, err
+	r.longestGap, r.visited, err = visitGaps(auditLog, kcmUser, "get", "deployments.apps/scale", r.from, r.to)
+	if err != nil {
+		return r, err
+	}
+	// The next kcm phase starts from no HPAs again, as tidal's does.
+	for ns := range cfg.namespaces {
+		if err := admin.AutoscalingV2().HorizontalPodAutoscalers(fmt.Sprintf("bench-%d", ns)).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			return r, err
+		}
+	}
+	return r, harness.WaitReady(ctx, nil, "HPAs deleted", 2*time.Minute, func(ctx context.Context) error {
+		l, err := admin.AutoscalingV2().HorizontalPodAutoscalers("").List(ctx, metav1.ListOptions{Limit: 1})
+		if err == nil && len(l.Items) > 0 {
+			err = fmt.Errorf("%s/%s and more left", l.Items[0].Namespace, l.Items[0].Name)
+		}
+		return err
+	})
 }
 
 // kcmProfile writes a CPU profile of one sync period of the controller
