@@ -89,11 +89,11 @@ func Text(r Report) string {
 			b.WriteString("\n")
 			table(&b, nil, func(row func(...string)) {
 				for _, l := range r.Limits {
-					step := ""
+					msg := l.Message
 					if l.From != nil && l.To != nil {
-						step = fmt.Sprintf("%d→%d", *l.From, *l.To)
+						msg = fmt.Sprintf("%d→%d: %s", *l.From, *l.To, msg)
 					}
-					row(l.Reason, step, l.Message)
+					row(l.Reason, msg)
 				}
 			})
 		}

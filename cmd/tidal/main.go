@@ -1,5 +1,6 @@
 // Command tidal runs tidal's components: `tidal adapter`, `tidal
-// autoscaler`, `tidal autoscale`, `tidal rules` and `tidal version`.
+// autoscaler`, `tidal autoscale`, `tidal explain`, `tidal rules` and
+// `tidal version`.
 // Installed as kubectl-tidal it is also a kubectl plugin (`kubectl tidal`).
 package main
 

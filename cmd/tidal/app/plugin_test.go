@@ -56,6 +56,8 @@ func TestKubectlPlugin(t *testing.T) {
 		{"/usr/local/bin/kubectl-tidal", []string{"autoscale", "--help"}, "kubectl tidal autoscale (TYPE NAME | TYPE/NAME)"},
 		{"/usr/local/bin/tidal", []string{"--help"}, "Usage:\n  tidal [command]"},
 		{"/usr/local/bin/tidal", []string{"autoscale", "--help"}, "tidal autoscale (TYPE NAME | TYPE/NAME)"},
+		{"/usr/local/bin/kubectl-tidal", []string{"explain", "--help"}, "kubectl tidal explain (TYPE/NAME | TYPE NAME)"},
+		{"/usr/local/bin/tidal", []string{"explain", "--help"}, "tidal explain (TYPE/NAME | TYPE NAME)"},
 	} {
 		if out := run(tt.argv0, tt.args...); !strings.Contains(out, tt.want) {
 			t.Errorf("%s %q: output does not contain %q:\n%s", tt.argv0, tt.args, tt.want, out)

@@ -17,6 +17,7 @@ import (
 	"github.com/tidal-autoscaler/tidal/adapter/explain"
 	autoscalerapp "github.com/tidal-autoscaler/tidal/autoscaler/app"
 	"github.com/tidal-autoscaler/tidal/autoscaler/autoscale"
+	autoscalerexplain "github.com/tidal-autoscaler/tidal/autoscaler/explain"
 	"github.com/tidal-autoscaler/tidal/internal/cmdutil"
 	rulesapp "github.com/tidal-autoscaler/tidal/rules/app"
 )
@@ -61,6 +62,7 @@ autoscaler controller, and the rule file tooling.`,
 		adapterapp.NewCommand(ctx),
 		autoscalerapp.NewCommand(ctx),
 		autoscale.NewCommand(),
+		autoscalerexplain.NewCommand(),
 		rules,
 		newVersionCommand(),
 	)
