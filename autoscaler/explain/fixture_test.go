@@ -41,6 +41,7 @@ func conditions() []autoscalingv2.HorizontalPodAutoscalerCondition {
 		{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionTrue, Reason: "SucceededRescale", Message: "the HPA controller was able to update the target scale to 9", LastTransitionTime: transition},
 		{Type: autoscalingv2.ScalingActive, Status: corev1.ConditionTrue, Reason: "ValidMetricFound", Message: "the HPA was able to successfully calculate a replica count from " + cpuName, LastTransitionTime: transition},
 		{Type: autoscalingv2.ScalingLimited, Status: corev1.ConditionTrue, Reason: "ScaleUpLimit", Message: "the desired replica count is increasing faster than the maximum scale rate", LastTransitionTime: transition},
+		{Type: autoscalingv2.ScaledToZero, Status: corev1.ConditionFalse, Reason: "NotScaledToZero", Message: "the HPA controller did not scale the workload to zero", LastTransitionTime: transition},
 	}
 }
 

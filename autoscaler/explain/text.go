@@ -81,7 +81,9 @@ func Text(r Report) string {
 	} else {
 		fmt.Fprintf(&b, "Result: %s\n", result(*r.Decision))
 	}
-	if r.Decision != nil || len(r.Limits) > 0 {
+	// With no proposal there is nothing a limit could have changed.
+	proposed := r.Decision != nil && r.Decision.ProposedReplicas >= 0
+	if proposed || len(r.Limits) > 0 {
 		b.WriteString("Limited by:")
 		if len(r.Limits) == 0 {
 			b.WriteString(" nothing: the chosen proposal is the desired count\n")

@@ -10,6 +10,8 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 )
 
 // webText is the fixture explained; also the README's sample.
@@ -33,6 +35,7 @@ Conditions:
   AbleToScale     True    SucceededRescale  the HPA controller was able to update the target scale to 9
   ScalingActive   True    ValidMetricFound  the HPA was able to successfully calculate a replica count from cpu resource utilization (percentage of request)
   ScalingLimited  True    ScaleUpLimit      the desired replica count is increasing faster than the maximum scale rate
+  ScaledToZero    False   NotScaledToZero   the HPA controller did not scale the workload to zero
 `
 
 const webHPAText = `HorizontalPodAutoscaler shop/web
@@ -55,6 +58,7 @@ Conditions:
   AbleToScale     True    SucceededRescale  the HPA controller was able to update the target scale to 9
   ScalingActive   True    ValidMetricFound  the HPA was able to successfully calculate a replica count from cpu resource utilization (percentage of request)
   ScalingLimited  True    ScaleUpLimit      the desired replica count is increasing faster than the maximum scale rate
+  ScaledToZero    False   NotScaledToZero   the HPA controller did not scale the workload to zero
   DryRun          True    WouldNotScale     dry run, /scale is not written: would keep 5 replicas
 `
 
@@ -76,6 +80,8 @@ func TestText(t *testing.T) {
 	unchanged.Metrics = nil
 	unchanged.Conditions = nil
 	unchanged.LastScaleTime = nil
+	allFailed := unchanged
+	allFailed.Decision = &v1alpha1.Decision{CurrentReplicas: 5, ProposedReplicas: -1, DesiredReplicas: 5}
 
 	tests := []struct {
 		name   string
@@ -88,6 +94,8 @@ func TestText(t *testing.T) {
 		{name: "nothing limited, no metrics, no conditions", report: unchanged,
 			want: "Metrics (decided at 5 replicas):\n  <none>\n\nResult: proposed 10 (" + cpuName + "), stabilized 10, desired 9\n" +
 				"Limited by: nothing: the chosen proposal is the desired count\n\nConditions: <none>\n"},
+		{name: "every metric failed: no limits section", report: allFailed,
+			want: "Result: no metric produced a proposal; desired 5\n\nConditions:"},
 		{name: "a message with a newline stays on its row", report: Report{Kind: KindHA, Namespace: "a", Name: "b", Conditions: []Condition{{Type: "X", Status: "True", Reason: "R", Message: "one\ntwo"}}},
 			want: "  X     True    R       one two\n"},
 	}
