@@ -31,12 +31,31 @@ func tlsConfig(h *harness.Harness) *tls.Config { return &tls.Config{RootCAs: h.C
 // BenchmarkDiscoveryMemory measures what discovery of NAMES x LABELSETS
 // series costs the adapter: RSS from idle to after the first discovery
 // pass, and that pass's time over the raw /api/v1/series call.
+//
+// TIDAL_BENCH_DISCOVERY_SIZES ("1000x100,10000x100": NAMESxLABELSETS,
+// comma-separated) runs several sizes one after the other on one
+// harness, each as a sub-benchmark with its own series.
 func BenchmarkDiscoveryMemory(b *testing.B) {
+	sizes := os.Getenv("TIDAL_BENCH_DISCOVERY_SIZES")
+	if sizes == "" {
+		discoveryMemory(b, envInt("TIDAL_BENCH_NAMES", 1000), envInt("TIDAL_BENCH_LABELSETS", 100))
+		return
+	}
+	for _, size := range strings.Split(sizes, ",") {
+		var names, sets int
+		if _, err := fmt.Sscanf(size, "%dx%d", &names, &sets); err != nil || names <= 0 || sets <= 0 {
+			b.Fatalf("TIDAL_BENCH_DISCOVERY_SIZES: %q is not NAMESxLABELSETS", size)
+		}
+		b.Run(size, func(b *testing.B) { discoveryMemory(b, names, sets) })
+	}
+}
+
+// discoveryMemory measures one size: names x sets series.
+func discoveryMemory(b *testing.B, names, sets int) {
 	h, bin, peer := setup(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	b.StopTimer()
-	names, sets := envInt("TIDAL_BENCH_NAMES", 1000), envInt("TIDAL_BENCH_LABELSETS", 100)
 	for i := range names {
 		for j := range sets {
 			h.Exporter.SetGauge(fmt.Sprintf("bench_mem_%04d", i), exporter.Labels{"namespace": benchNamespace, "pod": fmt.Sprintf("mem-%04d", j)}, float64(j))

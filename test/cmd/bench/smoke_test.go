@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidal-autoscaler/tidal/test/harness"
+)
+
+// TestSmoke runs every row at the smoke sizes (3 pods, 300 requests by 2 clients,
+// 3 autoscalers for one 3 s period, 50 and 100 series; one round) and
+// checks the run's shape: every row in the table, every side with
+// samples, every goal's ratio computed, the output files written. It
+// never checks a figure or a time. The closed-loop row has no benchmark
+// yet and is checked only to be listed, with that said.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the harness")
+	}
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	run, err := runBench(context.Background(), root, options{smoke: true, rounds: 1, out: dir, log: tlog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("table:\n%s", run.text)
+	want := rows(newPlan(smokeSizes(), 1, "", ""))
+	if len(run.results) != len(want) {
+		t.Fatalf("%d rows in the table, want %d", len(run.results), len(want))
+	}
+	for i, r := range run.results {
+		if r.ID != want[i].id {
+			t.Errorf("row %d is %q, want %q", i, r.ID, want[i].id)
+		}
+		if r.ID == "closed-loop" {
+			if len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "not built yet") {
+				t.Errorf("closed-loop row does not say it is not built: %v", r.Notes)
+			}
+			continue
+		}
+		if r.Failure != "" {
+			t.Errorf("%s did not finish: %s", r.ID, r.Failure)
+		}
+		for _, c := range r.Cells {
+			if len(c.Values) == 0 {
+				t.Errorf("%s: no samples of %s %s", r.ID, c.Side, c.Metric)
+			}
+		}
+		for _, g := range r.Goals {
+			if math.IsNaN(g.Ratio) {
+				t.Errorf("%s: no ratio for %q", r.ID, g.Goal)
+			}
+		}
+	}
+	for _, f := range []string{"table.md", "table.txt", "machine.txt", "samples.jsonl"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s missing or empty (%v)", f, err)
+		}
+	}
+}
+
+// tlog writes the driver's progress lines to the test log.
+type tlog struct{ t *testing.T }
+
+func (l tlog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func TestReplaceBetween(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc, want string
+		err             bool
+	}{
+		{"replaces the block", "a\n<b>\nold\n<e>\nz\n", "a\n<b>\nnew\n<e>\nz\n", false},
+		{"empty block", "<b>\n<e>", "<b>\nnew\n<e>", false},
+		{"no markers", "a\n", "", true},
+		{"end before begin", "<e>\n<b>\n", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := replaceBetween(tc.doc, "<b>", "<e>", "new\n")
+			if (err != nil) != tc.err || got != tc.want {
+				t.Errorf("replaceBetween = %q, %v; want %q (error %v)", got, err, tc.want, tc.err)
+			}
+		})
+	}
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// median is the middle value of xs (the mean of the two middle ones for
+// an even count); NaN for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// spread is the smallest and largest of xs; NaN for none.
+func spread(xs []float64) (lo, hi float64) {
+	if len(xs) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	return slices.Min(xs), slices.Max(xs)
+}
+
+// ratio is a/b; NaN when either is unknown or b is 0.
+func ratio(a, b float64) float64 {
+	if math.IsNaN(a) || math.IsNaN(b) || b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}
+
+// op is how a ratio is compared with its goal.
+type op string
+
+const (
+	atLeast op = ">="
+	atMost  op = "<="
+)
+
+// verdict says whether a ratio meets its goal.
+type verdict string
+
+const (
+	met     verdict = "met"
+	notMet  verdict = "NOT met"
+	unknown verdict = "no figure"
+)
+
+// judge compares r with the goal (op, bound).
+func judge(r float64, o op, bound float64) verdict {
+	switch {
+	case math.IsNaN(r):
+		return unknown
+	case o == atLeast && r >= bound, o == atMost && r <= bound:
+		return met
+	default:
+		return notMet
+	}
+}
+
+// figure formats a value with 3 significant digits, or "-" for none.
+func figure(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "-"
+	case v == 0:
+		return "0"
+	case math.Abs(v) >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case math.Abs(v) >= 1:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3g", v)
+	}
+}
+
+// bound names what most likely limited a controller's reconciles per
+// period, from its figures: none when it reconciled every object; the
+// machine's CPU when it, kube-apiserver and etcd together used nearly all
+// cores; its own CPU when it alone did; its client's QPS limit when its
+// requests reached it (qps 0: no limit known).
+func bound(reconciles, autoscalers, cpu, apiserverCPU, etcdCPU, requests, cores, periodSeconds, qps float64) string {
+	capacity := cores * periodSeconds
+	switch {
+	case reconciles >= 0.99*autoscalers:
+		return "not bound: every object reconciled each period"
+	case cpu >= 0.9*capacity:
+		return fmt.Sprintf("its own CPU (%s of %s CPU-s per period)", figure(cpu), figure(capacity))
+	case qps > 0 && requests >= 0.9*qps*periodSeconds:
+		return fmt.Sprintf("its client's QPS limit (%s requests per period, limit %s)", figure(requests), figure(qps*periodSeconds))
+	case cpu+apiserverCPU+etcdCPU >= 0.9*capacity:
+		return fmt.Sprintf("the machine's CPU (with kube-apiserver and etcd: %s of %s CPU-s per period)", figure(cpu+apiserverCPU+etcdCPU), figure(capacity))
+	default:
+		return "not determined from these figures (see its log: queue depth, errors)"
+	}
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		xs   []float64
+		want float64
+	}{
+		{"none", nil, math.NaN()},
+		{"one", []float64{4}, 4},
+		{"odd count, unsorted", []float64{9, 1, 5}, 5},
+		{"even count: mean of the middle two", []float64{4, 1, 3, 2}, 2.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := median(tc.xs)
+			if got != tc.want && !(math.IsNaN(got) && math.IsNaN(tc.want)) {
+				t.Errorf("median(%v) = %v, want %v", tc.xs, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSpread(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		xs     []float64
+		lo, hi float64
+	}{
+		{"one", []float64{3}, 3, 3},
+		{"several", []float64{5, 2, 8, 3}, 2, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if lo, hi := spread(tc.xs); lo != tc.lo || hi != tc.hi {
+				t.Errorf("spread(%v) = %v..%v, want %v..%v", tc.xs, lo, hi, tc.lo, tc.hi)
+			}
+		})
+	}
+	if lo, hi := spread(nil); !math.IsNaN(lo) || !math.IsNaN(hi) {
+		t.Errorf("spread(nil) = %v..%v, want NaN", lo, hi)
+	}
+}
+
+func TestRatioAndJudge(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name  string
+		a, b  float64
+		o     op
+		bound float64
+		want  verdict
+	}{
+		{"40x the peer met", 4000, 100, atLeast, 40, met},
+		{"40x the peer not met", 3900, 100, atLeast, 40, notMet},
+		{"exactly on the bound", 80, 100, atLeast, 0.8, met},
+		{"at most met", 1, 10, atMost, 0.2, met},
+		{"at most not met", 3, 10, atMost, 0.2, notMet},
+		{"reference zero", 5, 0, atLeast, 1, unknown},
+		{"figure missing", nan, 5, atMost, 1, unknown},
+		{"reference missing", 5, nan, atMost, 1, unknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := judge(ratio(tc.a, tc.b), tc.o, tc.bound); got != tc.want {
+				t.Errorf("judge(ratio(%v, %v) %s %v) = %q, want %q", tc.a, tc.b, tc.o, tc.bound, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFigure(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		want string
+	}{
+		{math.NaN(), "-"}, {0, "0"}, {1234.5, "1234"}, {12.345, "12.3"}, {1.2345, "1.23"}, {0.012345, "0.0123"},
+	} {
+		if got := figure(tc.v); got != tc.want {
+			t.Errorf("figure(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
+
+func TestBound(t *testing.T) {
+	for _, tc := range []struct {
+		name                                                   string
+		reconciles, autoscalers, cpu, api, etcd, requests, qps float64
+		want                                                   string
+	}{
+		{"all reconciled", 1000, 1000, 29, 0, 0, 0, 0, "not bound"},
+		{"own CPU", 500, 1000, 28, 0, 0, 0, 0, "its own CPU"},
+		{"client QPS", 500, 1000, 5, 5, 1, 2900, 200, "QPS limit"},
+		{"machine CPU", 500, 1000, 10, 14, 4, 100, 200, "the machine's CPU"},
+		{"undetermined", 500, 1000, 5, 5, 1, 100, 200, "not determined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := bound(tc.reconciles, tc.autoscalers, tc.cpu, tc.api, tc.etcd, tc.requests, 2, 15, tc.qps)
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("bound = %q, want it to say %q", got, tc.want)
+			}
+		})
+	}
+}
