@@ -71,7 +71,7 @@ func smokeSizes() sizes {
 // peerArgs tune prometheus-adapter as the comparison asks: its client's
 // 5 QPS limit (it lists pods for every pods/* request) raised out of the
 // way.
-const peerArgs = "--client-qps=10000 --client-burst=20000"
+const peerArgs = "--client-qps=1000 --client-burst=2000"
 
 // plan is every job of a run.
 type plan struct {
