@@ -204,11 +204,15 @@ func toolsDir(root string) (string, error) {
 	return abs, nil
 }
 
+// smokeMark marks a smoke run's header, whose table is never copied into
+// the docs.
+const smokeMark = "SMOKE sizes"
+
 // header is the run's description above the table.
 func header(started time.Time, o options, m machine) string {
 	mode := "full sizes"
 	if o.smoke {
-		mode = "SMOKE sizes (checks the benchmark runs; the figures mean nothing)"
+		mode = smokeMark + " (checks the benchmark runs; the figures mean nothing)"
 	}
 	return fmt.Sprintf("Run %s, %s, %d rounds per row; commit %s; %s",
 		started.Format("2006-01-02 15:04 UTC"), mode, o.rounds, m.commit, m.summary)

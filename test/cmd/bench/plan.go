@@ -62,7 +62,7 @@ func smokeSizes() sizes {
 	return sizes{
 		pods: 3, clients: 2, requests: 300, duration: 5 * time.Second,
 		discSmall: [2]int{10, 5}, discLarge: [2]int{20, 5},
-		fleet1k: 3, fleet3k: 3, fleet10k: 3, fleetPods: 1, fleetNS: 1, periods: 1,
+		fleet1k: 3, fleet3k: 3, fleet10k: 3, fleetPods: 1, fleetNS: 1, periods: 2,
 		syncPeriod: 3 * time.Second, kcmQPS: 200,
 		adapterTimeout: 6 * time.Minute, fleetTimeout: 6 * time.Minute,
 	}

@@ -150,6 +150,9 @@ func copyToDocs(root, dir string) error {
 	if err != nil {
 		return err
 	}
+	if strings.Contains(string(table), smokeMark) {
+		return fmt.Errorf("%s is a smoke run's table, whose figures mean nothing: not copied", dir)
+	}
 	doc := filepath.Join(root, "docs", "performance.md")
 	body, err := os.ReadFile(doc)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 )
 
 // TestSmoke runs every row at the smoke sizes (3 pods, 300 requests by 2 clients,
-// 3 autoscalers for one 3 s period, 50 and 100 series; one round) and
+// 3 autoscalers for two 3 s periods (one alone may hold no reconcile of a side at its edges), 50 and 100 series; one round) and
 // checks the run's shape: every row in the table, every side with
 // samples, every goal's ratio computed, the output files written. It
 // never checks a figure or a time. The closed-loop row has no benchmark
