@@ -18,6 +18,20 @@ import (
 type handover struct {
 	mu    sync.Mutex
 	alive time.Time
+	// ownRenewal is when this replica last renewed the lease itself.
+	ownRenewal time.Time
+}
+
+// selfStopped records that this replica's own term ended: its last
+// renewal is when its controller was last known to reconcile, and so the
+// predecessor's time for the next term, unless a record of another
+// replica read later says otherwise.
+func (h *handover) selfStopped() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ownRenewal.After(h.alive) {
+		h.alive = h.ownRenewal
+	}
 }
 
 // PredecessorAlive implements controller.Handover.
@@ -46,4 +60,26 @@ func (l *observedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRec
 		l.h.mu.Unlock()
 	}
 	return r, raw, err
+}
+
+func (l *observedLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Create(ctx, r)
+	l.renewed(r, err)
+	return err
+}
+
+func (l *observedLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Update(ctx, r)
+	l.renewed(r, err)
+	return err
+}
+
+// renewed notes a record this replica wrote for itself.
+func (l *observedLock) renewed(r resourcelock.LeaderElectionRecord, err error) {
+	if err != nil || r.HolderIdentity != l.Identity() {
+		return
+	}
+	l.h.mu.Lock()
+	l.h.ownRenewal = r.RenewTime.Time
+	l.h.mu.Unlock()
 }

@@ -81,3 +81,51 @@ func TestNamespaceRestrictsTheInformers(t *testing.T) {
 		})
 	}
 }
+
+// TestRunnerRunsAgain: a replica that lost the lease and won it back runs
+// the controller again with informers of its own; an informer factory
+// once shut down would start nothing, and the second term would never
+// list pods.
+func TestRunnerRunsAgain(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		lists int
+	)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/pods" && r.URL.Query().Get("watch") == "" {
+			mu.Lock()
+			lists++
+			mu.Unlock()
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	cfg := newConfigFor(t, srv.URL, "--leader-elect=false", "--secure-port=0")
+	cfg.HealthListener.Close()
+	podLists := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return lists
+	}
+	for term := 1; term <= 2; term++ {
+		before := podLists()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- cfg.Reconciler.Run(ctx) }()
+		for deadline := time.Now().Add(10 * time.Second); podLists() == before; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("term %d: no pod list within 10s", term)
+				break
+			}
+		}
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("term %d: Run() = %v", term, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("term %d: the controller did not stop", term)
+		}
+	}
+}

@@ -18,9 +18,11 @@ import (
 
 // Run serves the health probes and, once this replica leads (or at once
 // when leader election is off), runs the autoscaler until ctx is cancelled.
-// It returns nil after a clean shutdown, and an error when the lease is
-// lost or the probe server fails, so the process restarts. Run may be
-// called once per Config.
+// A replica that loses the lease (the API server unreachable for longer
+// than the renew deadline, say) stops its controller and campaigns again
+// without restarting. Run returns nil after a clean shutdown, and an error
+// when the controller or the probe server fails. Run may be called once
+// per Config.
 func (c *Config) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting tidal autoscaler", "version", version.Get().Version, "mode", c.Mode,
@@ -95,19 +97,48 @@ func (c *Config) Run(ctx context.Context) error {
 	return err
 }
 
-// runWithLeaderElection runs lead only while this replica holds the Lease.
+// runWithLeaderElection runs lead only while this replica holds the
+// Lease, for as many terms as it wins, until ctx is done.
+//
+// kube-controller-manager exits when it loses its lease and counts on a
+// restart; Tidal campaigns again in-process instead, so that an API server
+// outage longer than the renew deadline costs no restart (and no
+// CrashLoopBackOff delay). That is safe because a lost term's controller
+// has stopped before the next campaign starts, and the next term builds
+// its controller anew from the cluster (see runner).
+func (c *Config) runWithLeaderElection(ctx context.Context, checker *leaderelection.HealthzAdaptor) error {
+	logger := klog.FromContext(ctx)
+	le := c.LeaderElection
+	for terms := 0; ; terms++ {
+		lost, err := c.leadOneTerm(ctx, checker)
+		if err != nil || !lost {
+			return err
+		}
+		if c.handover != nil {
+			// This replica's own lost term is the predecessor of the next
+			// one unless another replica leads in between (its record,
+			// read while campaigning, then says so).
+			c.handover.selfStopped()
+		}
+		logger.Info("Lost the leader election lease: the controller stopped; campaigning again",
+			"lease", klog.KRef(le.ResourceNamespace, le.ResourceName), "identity", c.Identity, "termsLost", terms+1)
+	}
+}
+
+// leadOneTerm campaigns for the Lease and, once it holds it, runs lead
+// until ctx is done (lost false) or the lease is lost (lost true).
 //
 // The lease is released (ReleaseOnCancel) only after lead has returned, so
 // a successor never acts while this replica still does: lead runs under
 // ctx and the election under its own context, cancelled afterwards.
-func (c *Config) runWithLeaderElection(ctx context.Context, checker *leaderelection.HealthzAdaptor) error {
+func (c *Config) leadOneTerm(ctx context.Context, checker *leaderelection.HealthzAdaptor) (lost bool, err error) {
 	logger := klog.FromContext(ctx)
 	le := c.LeaderElection
 	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
 		c.LeaderElectionClient.CoreV1(), c.LeaderElectionClient.CoordinationV1(),
 		resourcelock.ResourceLockConfig{Identity: c.Identity})
 	if err != nil {
-		return fmt.Errorf("leader election lock: %w", err)
+		return false, fmt.Errorf("leader election lock: %w", err)
 	}
 	if c.handover != nil {
 		lock = c.handover.observe(lock)
@@ -135,7 +166,7 @@ func (c *Config) runWithLeaderElection(ctx context.Context, checker *leaderelect
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("leader election: %w", err)
+		return false, fmt.Errorf("leader election: %w", err)
 	}
 	if checker != nil {
 		checker.SetLeaderElection(elector)
@@ -157,10 +188,12 @@ func (c *Config) runWithLeaderElection(ctx context.Context, checker *leaderelect
 		// ignored.
 		stopElection()
 		<-electionDone
-		return nil
+		return false, nil
 
 	case <-electionDone:
-		return errors.New("leader election ended before this replica could lead; the lease was lost")
+		// Run returns before leading only when its context is cancelled,
+		// which only this function does.
+		return false, errors.New("leader election ended before this replica could lead")
 
 	case leaseCtx := <-leading:
 		// Stop on shutdown or when the lease is lost, whichever is first.
@@ -170,16 +203,13 @@ func (c *Config) runWithLeaderElection(ctx context.Context, checker *leaderelect
 		defer stopOnShutdown()
 
 		leadErr := c.lead(leadCtx)
-		lost := ctx.Err() == nil
+		lost = ctx.Err() == nil
 		stopElection() // releases the lease
 		<-electionDone
 		if leadErr != nil {
-			return leadErr
+			return false, leadErr
 		}
-		if lost {
-			return fmt.Errorf("lost the leader election lease %s/%s", le.ResourceNamespace, le.ResourceName)
-		}
-		return nil
+		return lost, nil
 	}
 }
 

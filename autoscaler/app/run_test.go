@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 )
 
@@ -152,12 +152,17 @@ func waitForHolder(t *testing.T, cfg *Config, want string) {
 // fakeReconciler stands for the controller: it runs until cancelled and
 // reports synced once told.
 type fakeReconciler struct {
-	synced atomic.Bool
-	ran    atomic.Bool
+	synced  atomic.Bool
+	ran     atomic.Bool
+	running atomic.Bool
+	runs    atomic.Int32
 }
 
 func (f *fakeReconciler) Run(ctx context.Context) error {
 	f.ran.Store(true)
+	f.runs.Add(1)
+	f.running.Store(true)
+	defer f.running.Store(false)
 	<-ctx.Done()
 	return nil
 }
@@ -230,11 +235,17 @@ func TestRunLeadsAndReleasesTheLease(t *testing.T) {
 	}
 }
 
-func TestRunFailsWhenTheLeaseIsLost(t *testing.T) {
+// TestRunCampaignsAgainWhenTheLeaseIsLost: a replica whose lease is taken
+// over stops its controller but not the process, campaigns again, and
+// leads a new term (a new controller run) once the lease is free; the
+// new term learns the last leader's renewal from the Lease.
+func TestRunCampaignsAgainWhenTheLeaseIsLost(t *testing.T) {
 	cfg := newConfig(t, fastElection...)
 	client := fake.NewClientset()
 	cfg.LeaderElectionClient = client
-	// The fake does not check resourceVersions; once the lease is taken
+	rec := &fakeReconciler{}
+	cfg.Reconciler = rec
+	// The fake does not check resourceVersions; while the lease is taken
 	// over, refuse this replica's stale updates as the API server would.
 	var takenOver atomic.Bool
 	client.PrependReactor("update", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
@@ -244,25 +255,95 @@ func TestRunFailsWhenTheLeaseIsLost(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	_, done := start(t, cfg)
+	cancel, done := start(t, cfg)
 	waitForHolder(t, cfg, cfg.Identity)
+	waitFor(t, "the first term", func() bool { return rec.running.Load() && rec.runs.Load() == 1 })
 
-	// Another replica takes the lease over.
+	// Another replica takes the lease over, and renews it for a while.
 	takenOver.Store(true)
+	othersRenewal := metav1.NewMicroTime(time.Now().Truncate(time.Microsecond))
 	l := lease(t, cfg)
 	l.Spec.HolderIdentity = ptr.To("other-replica")
-	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	l.Spec.RenewTime = &othersRenewal
 	l.Spec.LeaseDurationSeconds = ptr.To[int32](60)
 	if _, err := client.CoordinationV1().Leases(l.Namespace).Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-
-	err := wait(t, done, 10*time.Second)
-	if err == nil || !strings.Contains(err.Error(), "lost the leader election lease") {
-		t.Fatalf("Run() = %v, want an error saying the lease was lost", err)
+	waitFor(t, "the controller to stop with the lost lease", func() bool { return !rec.running.Load() })
+	select {
+	case err := <-done:
+		t.Fatalf("Run() = %v after the lease was lost, want it to go on campaigning", err)
+	case <-time.After(500 * time.Millisecond):
 	}
-	if got := holder(lease(t, cfg)); got != "other-replica" {
-		t.Errorf("lease holder = %q, want other-replica left alone", got)
+	probe(t, cfg, "/readyz") // a standby again, and a standby is ready
+
+	// The other replica releases the lease: this one leads a second term.
+	takenOver.Store(false)
+	l = lease(t, cfg)
+	l.Spec.HolderIdentity = ptr.To("")
+	if _, err := client.CoordinationV1().Leases(l.Namespace).Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForHolder(t, cfg, cfg.Identity)
+	waitFor(t, "a second term", func() bool { return rec.running.Load() && rec.runs.Load() == 2 })
+	if got := cfg.handover.PredecessorAlive(); !got.Equal(othersRenewal.Time) {
+		t.Errorf("PredecessorAlive() = %v in the second term, want the other replica's last renewal %v", got, othersRenewal.Time)
+	}
+	cancel()
+	if err := wait(t, done, 10*time.Second); err != nil {
+		t.Errorf("Run() = %v after cancel, want nil", err)
+	}
+	if got := holder(lease(t, cfg)); got != "" {
+		t.Errorf("lease still held by %q after Run returned; want it released", got)
+	}
+}
+
+// TestHandoverAfterOwnLostTerm: when nobody else led in between (the API
+// server was unreachable, then this replica's own expired record is read
+// back), the next term's predecessor is this replica's own last renewal.
+func TestHandoverAfterOwnLostTerm(t *testing.T) {
+	h := &handover{}
+	earlier := time.Now().Add(-time.Hour)
+	h.alive = earlier // from a leader before this replica's first term
+	lock := h.observe(fakeLock{identity: "me"})
+	renewal := time.Now().Truncate(time.Microsecond)
+	if err := lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me", RenewTime: metav1.NewTime(renewal)}); err != nil {
+		t.Fatal(err)
+	}
+	// A record of another replica written by this lock (a release by
+	// someone else's identity cannot happen, but a failed write can).
+	_ = lock.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me", RenewTime: metav1.NewTime(renewal.Add(time.Minute))})
+	if got := h.PredecessorAlive(); !got.Equal(earlier) {
+		t.Fatalf("PredecessorAlive() = %v while this replica leads, want the earlier leader's %v", got, earlier)
+	}
+	h.selfStopped()
+	if got := h.PredecessorAlive(); !got.Equal(renewal) {
+		t.Errorf("PredecessorAlive() = %v after the lost term, want its last successful renewal %v", got, renewal)
+	}
+}
+
+// fakeLock is a resourcelock.Interface whose Update fails for renewals
+// after the first, as writes to an unreachable API server do.
+type fakeLock struct {
+	resourcelock.Interface
+	identity string
+}
+
+func (f fakeLock) Identity() string { return f.identity }
+
+func (f fakeLock) Update(_ context.Context, r resourcelock.LeaderElectionRecord) error {
+	if r.RenewTime.After(time.Now().Add(time.Second)) {
+		return errors.New("the API server cannot be reached")
+	}
+	return nil
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 10s", what)
+		}
 	}
 }
 

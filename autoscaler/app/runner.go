@@ -70,22 +70,39 @@ func withProtobuf(cfg *rest.Config) *rest.Config {
 // event broadcaster, built for a real cluster, as kube-controller-manager's
 // startHPAController builds them. Building it contacts nothing and starts
 // no goroutine: Run does. It is the Config's Reconciler.
+//
+// Run may be called again after it returned (a replica that lost the
+// lease and won it back): the clients, the RESTMapper and the metrics
+// last for the process, while the informers, the source and the
+// controller, with its in-memory stabilization history, are built anew
+// for each run, so that a new term starts from what the cluster holds,
+// as a new leader does.
 type runner struct {
-	options    controller.Options // without Recorder, set by Run
+	cluster    clusterConfig
+	options    controller.Options // without Source, Pods, ScaleCache and Recorder, set by Run
+	crdClient  rest.Interface     // ModeCRD's
 	scheme     *runtime.Scheme
 	component  string
-	start      []func(<-chan struct{})
-	shutdown   []func()
 	invalidate customclient.AvailableAPIsGetter
 	workers    int
 	client     kubernetes.Interface
 	controller atomic.Pointer[controller.Controller]
 }
 
+// term is what one Run builds and starts: the informers and the source.
+type term struct {
+	options  controller.Options
+	start    []func(<-chan struct{})
+	shutdown []func()
+}
+
 // newRunner builds the clients as kube-controller-manager does for its HPA
 // controller: a deferred discovery RESTMapper, the scale client, and the
 // three metrics API clients.
 func newRunner(c clusterConfig) (*runner, error) {
+	if c.SyncPeriod <= 0 {
+		return nil, fmt.Errorf("sync period must be positive, got %s", c.SyncPeriod)
+	}
 	disco, err := discovery.NewDiscoveryClientForConfig(c.REST)
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
@@ -106,41 +123,19 @@ func newRunner(c clusterConfig) (*runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("external metrics client: %w", err)
 	}
-
-	// The autoscalers' informer resyncs every sync period (a backstop to
-	// the queue's own periodic requeue, as upstream); pods never resync,
-	// and are cached slim (clustercache.CacheTransform).
-	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithCustomResyncConfig(
-		map[metav1.Object]time.Duration{&autoscalingv2.HorizontalPodAutoscaler{}: c.SyncPeriod}),
-		informers.WithTransform(clustercache.CacheTransform), informers.WithNamespace(c.Namespace))
-	r := &runner{invalidate: apiVersions, workers: c.Workers, client: c.Client}
-	r.start = append(r.start, factory.Start)
-	r.shutdown = append(r.shutdown, factory.Shutdown)
-
-	// Targets' scales come from slimmed informers of the built-in kinds,
-	// started on first use.
-	scaleFactory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithTransform(clustercache.ScaleTransform), informers.WithNamespace(c.Namespace))
-	scaleCache := clustercache.NewScaleCache(scaleFactory, nil)
-	r.start = append(r.start, scaleCache.Start)
-	r.shutdown = append(r.shutdown, scaleFactory.Shutdown)
-
-	var src source.Source
+	r := &runner{cluster: c, invalidate: apiVersions, workers: c.Workers, client: c.Client}
 	switch c.Mode {
 	case source.ModeNative:
-		src = source.NativeSource(factory, c.Client.AutoscalingV2())
 	case source.ModeCRD:
-		client, err := source.NewHorizontalAutoscalerClient(c.REST)
-		if err != nil {
+		if r.crdClient, err = source.NewHorizontalAutoscalerClient(c.REST); err != nil {
 			return nil, fmt.Errorf("HorizontalAutoscaler client: %w", err)
 		}
-		src = source.CRDSourceIn(client, c.Namespace, c.SyncPeriod)
-		var informerDone sync.WaitGroup
-		r.start = append(r.start, func(stop <-chan struct{}) { informerDone.Go(func() { src.Informer().Run(stop) }) })
-		r.shutdown = append(r.shutdown, informerDone.Wait)
 	default:
 		return nil, fmt.Errorf("unknown mode %q", c.Mode)
 	}
 
+	// Registered once per process: a later term records into the same
+	// metrics.
 	mon, err := monitor.New(c.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("registering the controller metrics: %w", err)
@@ -154,16 +149,45 @@ func newRunner(c clusterConfig) (*runner, error) {
 	}
 	r.scheme, r.component = scheme, c.Mode.EventComponent()
 	r.options = controller.Options{
-		Source: src, Pods: factory.Core().V1().Pods(),
-		Scales: scales, Mapper: mapper, ScaleCache: scaleCache, PodClient: c.Client.CoreV1(),
+		Scales: scales, Mapper: mapper, PodClient: c.Client.CoreV1(),
 		Metrics:  metrics.NewRESTClient(resourceMetrics.MetricsV1beta1(), customMetrics, externalMetrics),
 		Decision: c.Decision, SyncPeriod: c.SyncPeriod, Monitor: mon,
 		Handover: c.Handover,
 	}
-	if c.SyncPeriod <= 0 {
-		return nil, fmt.Errorf("sync period must be positive, got %s", c.SyncPeriod)
-	}
 	return r, nil
+}
+
+// newTerm builds the informers and the source of one Run.
+func (r *runner) newTerm() *term {
+	c := r.cluster
+	t := &term{options: r.options}
+	// The autoscalers' informer resyncs every sync period (a backstop to
+	// the queue's own periodic requeue, as upstream); pods never resync,
+	// and are cached slim (clustercache.CacheTransform).
+	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithCustomResyncConfig(
+		map[metav1.Object]time.Duration{&autoscalingv2.HorizontalPodAutoscaler{}: c.SyncPeriod}),
+		informers.WithTransform(clustercache.CacheTransform), informers.WithNamespace(c.Namespace))
+	t.start = append(t.start, factory.Start)
+	t.shutdown = append(t.shutdown, factory.Shutdown)
+
+	// Targets' scales come from slimmed informers of the built-in kinds,
+	// started on first use.
+	scaleFactory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithTransform(clustercache.ScaleTransform), informers.WithNamespace(c.Namespace))
+	scaleCache := clustercache.NewScaleCache(scaleFactory, nil)
+	t.start = append(t.start, scaleCache.Start)
+	t.shutdown = append(t.shutdown, scaleFactory.Shutdown)
+
+	var src source.Source
+	if c.Mode == source.ModeNative {
+		src = source.NativeSource(factory, c.Client.AutoscalingV2())
+	} else {
+		src = source.CRDSourceIn(r.crdClient, c.Namespace, c.SyncPeriod)
+		var informerDone sync.WaitGroup
+		t.start = append(t.start, func(stop <-chan struct{}) { informerDone.Go(func() { src.Informer().Run(stop) }) })
+		t.shutdown = append(t.shutdown, informerDone.Wait)
+	}
+	t.options.Source, t.options.Pods, t.options.ScaleCache = src, factory.Core().V1().Pods(), scaleCache
+	return t
 }
 
 // HasSynced reports whether the controller runs with synced caches.
@@ -173,13 +197,15 @@ func (r *runner) HasSynced() bool {
 }
 
 // Run starts everything and reconciles until ctx is done; it returns after
-// every goroutine it started has stopped. Call it once.
+// every goroutine it started has stopped. Run again, it starts a new term
+// (see runner).
 func (r *runner) Run(ctx context.Context) error {
+	t := r.newTerm()
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	defer broadcaster.Shutdown()
 	broadcaster.StartStructuredLogging(3)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: r.client.CoreV1().Events("")})
-	o := r.options
+	o := t.options
 	o.Recorder = broadcaster.NewRecorder(r.scheme, corev1.EventSource{Component: r.component})
 	ctrl, err := controller.New(ctx, o)
 	if err != nil {
@@ -191,11 +217,11 @@ func (r *runner) Run(ctx context.Context) error {
 	defer wg.Wait()
 	// The custom metrics API version is rediscovered every sync period.
 	wg.Go(func() { customclient.PeriodicallyInvalidate(r.invalidate, r.options.SyncPeriod, ctx.Done()) })
-	for _, start := range r.start {
+	for _, start := range t.start {
 		start(ctx.Done())
 	}
 	defer func() {
-		for _, shutdown := range r.shutdown {
+		for _, shutdown := range t.shutdown {
 			shutdown()
 		}
 	}()
