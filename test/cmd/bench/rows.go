@@ -216,7 +216,7 @@ func rows(p plan) []row {
 
 	steady := "fleet-10k-steady"
 	perAutoscaler := func(j string, n int) ref {
-		return ref{job: j, row: "fleet", side: tidal, metric: "cpu-per-period", scale: 1 / float64(n), label: "cpu-per-period per autoscaler"}
+		return ref{job: j, row: "fleet", side: tidal, metric: "cpu-per-period", scale: 1 / float64(n), label: "cpu-per-period per autoscaler, " + count(n) + " steady"}
 	}
 	out = append(out, row{
 		id: "fleet-10k-steady", title: fmt.Sprintf("%s autoscalers x %d pods, usage steady", count(sz.fleet10k), sz.fleetPods),
