@@ -11,19 +11,42 @@ import (
 // returns a function that starts it again with the same flags (same port,
 // same data directory, so its series survive) and waits until it is ready.
 func (h *Harness) StopPrometheus() (start func(ctx context.Context) error, err error) {
+	url := h.PrometheusURL
+	return h.stopComponent("prometheus", func(ctx context.Context) error {
+		return httpOK(ctx, http.DefaultClient, url+"/-/ready")
+	})
+}
+
+// StopAPIServer stops kube-apiserver, as an outage would (etcd and every
+// other process keep running), and returns a function that starts it
+// again with the same flags (same port, same etcd) and waits until its
+// /readyz answers.
+func (h *Harness) StopAPIServer() (start func(ctx context.Context) error, err error) {
+	client, err := h.adminHTTPClient()
+	if err != nil {
+		return nil, err
+	}
+	url := h.APIServerURL
+	return h.stopComponent("kube-apiserver", func(ctx context.Context) error {
+		return httpOK(ctx, client, url+"/readyz")
+	})
+}
+
+// stopComponent stops the process name and returns a function that runs
+// it again with the same binary and flags and waits until ready succeeds.
+func (h *Harness) stopComponent(name string, ready func(ctx context.Context) error) (start func(ctx context.Context) error, err error) {
 	h.mu.Lock()
 	var p *Process
 	for i, proc := range h.procs {
-		if proc.name == "prometheus" {
+		if proc.name == name {
 			p = proc
 			h.procs = append(h.procs[:i:i], h.procs[i+1:]...)
 			break
 		}
 	}
-	url := h.PrometheusURL
 	h.mu.Unlock()
 	if p == nil {
-		return nil, errors.New("prometheus is not running under this harness")
+		return nil, errors.New(name + " is not running under this harness")
 	}
 	args := append([]string(nil), p.cmd.Args[1:]...)
 	bin := p.cmd.Path
@@ -31,13 +54,11 @@ func (h *Harness) StopPrometheus() (start func(ctx context.Context) error, err e
 		return nil, err
 	}
 	return func(ctx context.Context) error {
-		np, err := h.run("prometheus", bin, args)
+		np, err := h.run(name, bin, args)
 		if err != nil {
 			return err
 		}
-		return waitFor(ctx, np, "prometheus", 60*time.Second, func(ctx context.Context) error {
-			return httpOK(ctx, http.DefaultClient, url+"/-/ready")
-		})
+		return waitFor(ctx, np, name, 60*time.Second, ready)
 	}, nil
 }
 
