@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
@@ -28,6 +29,15 @@ import (
 const (
 	syncPeriod    = 2 * time.Second
 	leaseDuration = 4 * time.Second
+	retryPeriod   = 1 * time.Second
+	// takeoverBound is how long after the dead leader's last renewal the
+	// other replica holds the lease at the latest, by client-go's leader
+	// election (as kube-controller-manager's): it polls the Lease every
+	// retry period stretched by up to JitterFactor (1.2) more, sees the
+	// last renewal at most one such period after it was written, counts
+	// the lease duration from then, and acquires at the first poll after
+	// that: leaseDuration + 2 x 2.2 x retryPeriod. No slack beyond it.
+	takeoverBound = leaseDuration + 2*time.Duration((1+leaderelection.JitterFactor)*float64(retryPeriod))
 	// window is spec.behavior.scaleDown.stabilizationWindowSeconds.
 	window = 30 * time.Second
 
@@ -104,9 +114,11 @@ func (s *scenario) deployReplicas(t *testing.T) int32 {
 }
 
 // killLeader kills the replica holding the lease with SIGKILL, calls
-// afterKill (if any), and waits until the other takes over (within the
-// lease duration plus a retry period and some slack). It returns when it
-// killed it.
+// afterKill (if any), and waits until the other takes over. The takeover
+// is measured on the Lease itself, from the dead leader's last renewTime
+// to the new holder's acquireTime (both written by the replicas, on this
+// machine's clock), and must be within takeoverBound. It returns when it
+// killed the leader.
 func (s *scenario) killLeader(t *testing.T, afterKill func()) time.Time {
 	leader, err := holder(s.ctx, s.h)
 	must(t, err)
@@ -123,15 +135,40 @@ func (s *scenario) killLeader(t *testing.T, afterKill func()) time.Time {
 	}
 	must(t, syscall.Kill(s.replicas[killed].Process.PID(), syscall.SIGKILL))
 	killedAt := time.Now()
+	waitUntil(t, s.ctx, 10*time.Second, "the killed leader to exit", func() bool {
+		done, _ := s.replicas[killed].Process.Exited()
+		return done
+	})
+	// Dead now: its last renewal is the Lease's renewTime until taken over.
+	dead, err := s.h.Client.CoordinationV1().Leases(tidalNamespace).Get(s.ctx, tidalLease, metav1.GetOptions{})
+	must(t, err)
+	if ptr.Deref(dead.Spec.HolderIdentity, "") != leader || dead.Spec.RenewTime == nil {
+		t.Fatalf("lease after the kill: holder %q renewTime %v, want %q's last renewal", ptr.Deref(dead.Spec.HolderIdentity, ""), dead.Spec.RenewTime, leader)
+	}
+	lastRenewal := dead.Spec.RenewTime.Time
 	if afterKill != nil {
 		afterKill()
 	}
-	t.Logf("killed leader %s (%s)", killed, leader)
-	waitUntil(t, s.ctx, leaseDuration+6*time.Second, "takeover", func() bool {
+	t.Logf("killed leader %s (%s), last renewed %s before the kill", killed, leader, killedAt.Sub(lastRenewal).Round(time.Millisecond))
+	// The wait is generous; the assertion is on the Lease's own times.
+	waitUntil(t, s.ctx, 3*takeoverBound, "takeover", func() bool {
 		id, err := holder(s.ctx, s.h)
 		return err == nil && id != "" && id != leader
 	})
-	t.Logf("%s took over %s after the kill", other, time.Since(killedAt).Round(100*time.Millisecond))
+	taken, err := s.h.Client.CoordinationV1().Leases(tidalNamespace).Get(s.ctx, tidalLease, metav1.GetOptions{})
+	must(t, err)
+	if taken.Spec.AcquireTime == nil {
+		t.Fatal("the new holder's Lease has no acquireTime")
+	}
+	takeover := taken.Spec.AcquireTime.Sub(lastRenewal)
+	t.Logf("%s took over %s after the last renewal (bound %s: lease %s + 2 x %.1f x retry %s), %s after the kill",
+		other, takeover.Round(time.Millisecond), takeoverBound, leaseDuration, 1+leaderelection.JitterFactor, retryPeriod, time.Since(killedAt).Round(100*time.Millisecond))
+	if takeover > takeoverBound {
+		t.Errorf("takeover %s after the dead leader's last renewal, more than the bound %s", takeover, takeoverBound)
+	}
+	if takeover < leaseDuration {
+		t.Errorf("takeover %s after the dead leader's last renewal, before its lease of %s expired", takeover, leaseDuration)
+	}
 	return killedAt
 }
 
@@ -353,7 +390,7 @@ func startTidal(ctx context.Context, h *harness.Harness, name string) (*harness.
 		Binary: bin, Name: name,
 		Args: []string{
 			"--leader-elect-lease-duration=" + leaseDuration.String(),
-			"--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s",
+			"--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=" + retryPeriod.String(),
 			"--horizontal-pod-autoscaler-sync-period=" + syncPeriod.String(),
 			"--kube-api-qps=100", "--kube-api-burst=200", "-v=2",
 		},
