@@ -141,6 +141,14 @@ vulncheck: ## govulncheck ./... against its online database, or against one buil
 	fi; \
 	$$vulncheck $$dbflag -format json ./... | $(GO) run ./hack/vulnreport $(if $(VULNCHECK_STRICT_STDLIB),-strict-stdlib)
 
+.PHONY: bench
+bench: tools ## Every performance comparison with its references in one run (docs/performance.md): prints a table, writes _output/bench/<UTC time>/; BENCH_ARGS="-rows pods -rounds 5".
+	TIDAL_TOOLS_DIR="$$(readlink -f $(TOOLS_DIR))" $(GO) run ./test/cmd/bench $(BENCH_ARGS)
+
+.PHONY: bench-docs
+bench-docs: ## Copy the newest full make bench table into docs/performance.md.
+	$(GO) run ./test/cmd/bench -docs-only latest
+
 .PHONY: generate
 generate: ## Regenerate deepcopy code and the CRD from autoscaler/apis (controller-gen, pinned).
 	hack/update-codegen.sh
