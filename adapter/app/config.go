@@ -40,6 +40,9 @@ type Config struct {
 	Informers informers.SharedInformerFactory
 	// Kube reaches the cluster the metrics describe.
 	Kube *rest.Config
+	// Namespace is --namespace: the only namespace objects are read in;
+	// empty: every namespace.
+	Namespace string
 
 	// Prometheus and Rules drive the Prometheus-backed provider.
 	Prometheus prom.FlagConfig
@@ -141,6 +144,7 @@ func (o *Options) Config() (*Config, error) {
 		Apiserver:  &apiserver.Config{GenericConfig: &serverConfig.Config},
 		Informers:  informerFactory,
 		Kube:       kube,
+		Namespace:  o.Namespace,
 		Prometheus: pc,
 		Rules: RulesConfig{
 			File:           o.Rules.File,

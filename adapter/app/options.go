@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -39,6 +40,9 @@ type Options struct {
 	// keeps client-go's defaults.
 	ClientQPS   float32
 	ClientBurst int
+	// Namespace, when set, restricts the adapter's object reads to one
+	// namespace (a Role there is enough RBAC); empty: the whole cluster.
+	Namespace string
 
 	Prometheus prom.FlagOptions
 	Rules      RulesOptions
@@ -126,6 +130,10 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"prometheus-adapter's name for a kubeconfig of the cluster the metrics describe: like --kubeconfig, but delegated authentication and authorization keep the in-cluster configuration unless --authentication-kubeconfig or --authorization-kubeconfig are set.")
 	fs.Float32Var(&o.ClientQPS, "client-qps", rest.DefaultQPS, "Maximum QPS of the client of the cluster the metrics describe.")
 	fs.IntVar(&o.ClientBurst, "client-burst", rest.DefaultBurst, "Maximum burst of the client of the cluster the metrics describe.")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
+		"Read objects (pods and the objects rules map series onto) in this namespace only, so that a Role there is all the RBAC object reads need. "+
+			"Requests for other namespaces, for cluster-scoped objects and for lists across namespaces are refused with 403, and metrics.k8s.io serves PodMetrics only (no NodeMetrics). "+
+			"Empty (the default): the whole cluster.")
 	o.Features.AddFlags(fs)
 
 	serving := nfs.FlagSet("secure serving")
@@ -189,6 +197,11 @@ func (o *Options) Validate() []error {
 	errs = append(errs, cmdutil.CheckFile("--lister-kubeconfig", o.ListerKubeconfig)...)
 	if o.Kubeconfig != "" && o.ListerKubeconfig != "" {
 		errs = append(errs, errors.New("--kubeconfig and --lister-kubeconfig both name the cluster the metrics describe: set one (--kubeconfig also serves delegated authentication and authorization)"))
+	}
+	if o.Namespace != "" {
+		for _, msg := range validation.IsDNS1123Label(o.Namespace) {
+			errs = append(errs, fmt.Errorf("--namespace %q is not a namespace name: %s", o.Namespace, msg))
+		}
 	}
 	if o.ClientQPS < 0 || o.ClientBurst < 0 {
 		errs = append(errs, fmt.Errorf("--client-qps (%v) and --client-burst (%d) must not be negative", o.ClientQPS, o.ClientBurst))

@@ -110,6 +110,13 @@ func TestValidate(t *testing.T) {
 		args: []string{url, "--delegate-external-metrics=https://keda.svc", "--enable-external-metrics=false", "--delegate-ca-file=" + missing},
 		want: []string{"--delegate-external-metrics is set but --enable-external-metrics is false", "--delegate-ca-file"},
 	}, {
+		name: "one namespace",
+		args: []string{url, "--namespace=team-a"},
+	}, {
+		name: "a namespace that cannot be one",
+		args: []string{url, "--namespace=Team_A"},
+		want: []string{`--namespace "Team_A" is not a namespace name`},
+	}, {
 		name: "a delegate CA alone",
 		args: []string{url, "--delegate-ca-file=" + file},
 		want: []string{"--delegate-ca-file is set without --delegate-external-metrics or --delegate-custom-metrics"},

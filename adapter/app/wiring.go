@@ -84,7 +84,7 @@ func (c *Config) build(ctx context.Context, m *monitor.Metrics) (*parts, error) 
 		OnFailure: rejectionRecorder(ctx, kube),
 		Metrics:   m,
 	})
-	p.objects = objects.NewInformerLister(ctx, meta)
+	p.objects = objects.NewNamespacedInformerLister(ctx, meta, c.Namespace)
 	p.encodings = encodecache.New[custom_metrics.MetricValueList]()
 	p.provider = provider.New(provider.Options{
 		Discovery: d,

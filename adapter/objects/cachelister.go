@@ -25,9 +25,17 @@ type CacheLister interface {
 	// remembered until an object of the namespace changes; the slice and
 	// the objects are shared: do not modify them.
 	Select(ctx context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*metav1.PartialObjectMetadata, error)
+	// InScope returns an *OutOfScopeError when the objects of gvr in
+	// namespace ("" for cluster-scoped ones, or every namespace) are not
+	// read (see NewNamespacedInformerLister), nil when they are.
+	InScope(gvr schema.GroupVersionResource, namespace string) error
 }
 
 var _ CacheLister = (*informerLister)(nil)
+
+func (l *informerLister) InScope(gvr schema.GroupVersionResource, namespace string) error {
+	return l.inScope(gvr, namespace)
+}
 
 func (l *informerLister) GenericLister(ctx context.Context, gvr schema.GroupVersionResource) (cache.GenericLister, error) {
 	w, err := l.get(ctx, gvr)
@@ -38,6 +46,9 @@ func (l *informerLister) GenericLister(ctx context.Context, gvr schema.GroupVers
 }
 
 func (l *informerLister) Select(ctx context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*metav1.PartialObjectMetadata, error) {
+	if err := l.inScope(gvr, namespace); err != nil {
+		return nil, err
+	}
 	w, err := l.get(ctx, gvr)
 	if err != nil {
 		return nil, err

@@ -37,6 +37,11 @@ const SyncTimeout = 20 * time.Second
 type informerLister struct {
 	factory metadatainformer.SharedInformerFactory
 	stop    <-chan struct{}
+	// namespace, when set, is the only namespace read (see
+	// NewNamespacedInformerLister); transform: the factory has no
+	// transform option of its own, so each informer gets SlimMetadata.
+	namespace string
+	transform bool
 
 	mu        sync.Mutex
 	informers map[schema.GroupVersionResource]*watched
@@ -83,6 +88,9 @@ func (l *informerLister) get(ctx context.Context, gvr schema.GroupVersionResourc
 	if !ok {
 		gi := l.factory.ForResource(gvr)
 		w = &watched{lister: gi.Lister(), informer: gi.Informer(), memo: newSelectMemo()}
+		if l.transform {
+			_ = w.informer.SetTransform(SlimMetadata)
+		}
 		_, _ = w.informer.AddEventHandler(w.memo.handler())
 		_ = w.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 			w.mu.Lock()
@@ -118,6 +126,9 @@ func (l *informerLister) get(ctx context.Context, gvr schema.GroupVersionResourc
 }
 
 func (l *informerLister) Names(ctx context.Context, gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]string, error) {
+	if err := l.inScope(gvr, namespace); err != nil {
+		return nil, err
+	}
 	w, err := l.get(ctx, gvr)
 	if err != nil {
 		return nil, err
@@ -153,6 +164,12 @@ func listNames(indexer cache.Indexer, namespace string, selector labels.Selector
 }
 
 func (l *informerLister) Exists(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (bool, error) {
+	if l.namespace != "" && namespace == "" && gvr == namespacesGVR && name == l.namespace {
+		return true, nil // the namespace this adapter is installed for
+	}
+	if err := l.inScope(gvr, namespace); err != nil {
+		return false, err
+	}
 	w, err := l.get(ctx, gvr)
 	if err != nil {
 		return false, err

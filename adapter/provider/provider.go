@@ -288,6 +288,9 @@ func (p *Provider) GetMetricByName(ctx context.Context, name types.NamespacedNam
 		return nil, err
 	}
 	exists, err := p.o.Objects.Exists(ctx, t.gvr, namespace, name.Name)
+	if oos, ok := objects.AsOutOfScope(err); ok {
+		return nil, oos // a 403 status, unwrapped
+	}
 	if err != nil {
 		return nil, apierrors.NewServiceUnavailable(err.Error())
 	}
@@ -318,12 +321,15 @@ func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, se
 	if namespace, err = t.namespaceFor(namespace, info.Metric); err != nil {
 		return nil, err
 	}
-	objects := ""
+	selected := ""
 	if selector != nil {
-		objects = selector.String()
-		selector = keyedSelector{selector, objects}
+		selected = selector.String()
+		selector = keyedSelector{selector, selected}
 	}
 	names, err := p.o.Objects.Names(ctx, t.gvr, namespace, selector)
+	if oos, ok := objects.AsOutOfScope(err); ok {
+		return nil, oos // a 403 status, unwrapped
+	}
 	if err != nil {
 		return nil, apierrors.NewServiceUnavailable(err.Error())
 	}
@@ -331,7 +337,7 @@ func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, se
 		// An empty list, not null: Kubernetes list semantics.
 		return &custom_metrics.MetricValueList{Items: []custom_metrics.MetricValue{}}, nil
 	}
-	list, err := p.objectMetrics(ctx, t, namespace, names, info.Metric, metricSelector, objects)
+	list, err := p.objectMetrics(ctx, t, namespace, names, info.Metric, metricSelector, selected)
 	if err != nil {
 		return nil, err
 	}

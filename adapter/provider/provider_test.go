@@ -13,14 +13,18 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/klog/v2"
 	cmprovider "sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
 
 	"github.com/tidal-autoscaler/tidal/adapter/discovery"
 	"github.com/tidal-autoscaler/tidal/adapter/internal/promtest"
+	"github.com/tidal-autoscaler/tidal/adapter/objects"
 	"github.com/tidal-autoscaler/tidal/adapter/prom"
 	"github.com/tidal-autoscaler/tidal/adapter/provider"
 )
@@ -530,4 +534,45 @@ func captureKlog(t *testing.T) *bytes.Buffer {
 		klog.LogToStderr(true)
 	})
 	return &buf
+}
+
+// TestOneNamespaceOnly: with objects read in one namespace (--namespace),
+// the provider serves that namespace and its namespace object, and
+// answers other namespaces with the lister's 403 unwrapped (not a 503:
+// trying again will not help).
+func TestOneNamespaceOnly(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	web1 := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web-1", Labels: map[string]string{"app": "web"}}}
+	client := metadatafake.NewSimpleMetadataClient(scheme, web1)
+	f := newFixtureWith(t, nil, func(o *provider.Options) {
+		o.Objects = objects.NewNamespacedInformerLister(t.Context(), client, "a")
+	})
+	if v, err := f.p.GetMetricByName(t.Context(), types.NamespacedName{Namespace: "a", Name: "web-1"}, info(pods), labels.Everything()); err != nil || v.Value.String() != "312500u" {
+		t.Errorf("pod a/web-1 = %v, %v; want 312500u", v, err)
+	}
+	if v, err := f.p.GetMetricByName(t.Context(), types.NamespacedName{Name: "a"}, info(schema.GroupResource{Resource: "namespaces"}), labels.Everything()); err != nil || v.Value.String() != "42" {
+		t.Errorf("namespace a = %v, %v; want 42", v, err)
+	}
+	sel := labels.SelectorFromSet(labels.Set{"app": "web"})
+	for name, call := range map[string]func() error{
+		"an object in another namespace": func() error {
+			_, err := f.p.GetMetricByName(t.Context(), types.NamespacedName{Namespace: "b", Name: "web-1"}, info(pods), labels.Everything())
+			return err
+		},
+		"a selector in another namespace": func() error {
+			_, err := f.p.GetMetricBySelector(t.Context(), "b", sel, info(pods), labels.Everything())
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := call()
+			st, ok := err.(apierrors.APIStatus)
+			if !ok || st.Status().Code != 403 || !strings.Contains(err.Error(), "--namespace=a") {
+				t.Errorf("err = %v (%T), want the 403 naming --namespace=a, unwrapped", err, err)
+			}
+		})
+	}
 }

@@ -41,11 +41,21 @@ func Install(ctx context.Context, server *genericapiserver.GenericAPIServer, p *
 	}
 	pods := &syncedLister{ctx: ctx, l: cl, gvr: podsGVR}
 	nodes := &syncedLister{ctx: ctx, l: cl, gvr: nodesGVR}
+	// An adapter that reads one namespace (--namespace) cannot see nodes:
+	// it serves PodMetrics only, and discovery says so.
+	servesNodes := cl.InScope(nodesGVR, "") == nil
 	// Fill the caches now, so the first request does not wait for them.
 	go func() { _, _ = pods.lister() }()
-	go func() { _, _ = nodes.lister() }()
+	if servesNodes {
+		go func() { _, _ = nodes.lister() }()
+	}
 	encodings := encodecache.New[metrics.PodMetricsList]()
 	info := msapi.Build(&podStorage{metrics: p, pods: pods, encodings: encodings}, &nodeStorage{metrics: p, nodes: nodeLister{nodes}})
+	if !servesNodes {
+		for _, storage := range info.VersionedResourcesStorageMap {
+			delete(storage, "nodes")
+		}
+	}
 	// v1 (KEP-5207; kubectl top asks for it first) is v1beta1 under another
 	// name: the same storage, converted by the scheme.
 	if _, ok := info.VersionedResourcesStorageMap[metricsv1.SchemeGroupVersion.Version]; !ok {
@@ -114,6 +124,9 @@ type syncedNamespaceLister struct {
 }
 
 func (n syncedNamespaceLister) List(selector labels.Selector) ([]runtime.Object, error) {
+	if err := n.s.l.InScope(n.s.gvr, n.namespace); err != nil {
+		return nil, err
+	}
 	l, err := n.s.lister()
 	if err != nil {
 		return nil, err
@@ -122,6 +135,9 @@ func (n syncedNamespaceLister) List(selector labels.Selector) ([]runtime.Object,
 }
 
 func (n syncedNamespaceLister) Get(name string) (runtime.Object, error) {
+	if err := n.s.l.InScope(n.s.gvr, n.namespace); err != nil {
+		return nil, err
+	}
 	l, err := n.s.lister()
 	if err != nil {
 		return nil, err

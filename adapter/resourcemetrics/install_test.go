@@ -21,12 +21,14 @@ import (
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/util/compatibility"
+	metadatafake "k8s.io/client-go/metadata/fake"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	msapi "sigs.k8s.io/metrics-server/pkg/api"
 
 	"github.com/tidal-autoscaler/tidal/adapter/internal/promtest"
+	"github.com/tidal-autoscaler/tidal/adapter/objects"
 	"github.com/tidal-autoscaler/tidal/adapter/resourcemetrics"
 	"github.com/tidal-autoscaler/tidal/adapter/ruleset"
 )
@@ -77,6 +79,8 @@ func (f fakeCaches) Select(ctx context.Context, gvr schema.GroupVersionResource,
 	return v.([]*metav1.PartialObjectMetadata), nil
 }
 
+func (fakeCaches) InScope(schema.GroupVersionResource, string) error { return nil }
+
 func (fakeCaches) Names(context.Context, schema.GroupVersionResource, string, labels.Selector) ([]string, error) {
 	return nil, nil
 }
@@ -102,7 +106,7 @@ func serve(t *testing.T, p *resourcemetrics.Provider) string {
 }
 
 // serveFrom is serve with pods and nodes from caches.
-func serveFrom(t *testing.T, p *resourcemetrics.Provider, caches fakeCaches) string {
+func serveFrom(t *testing.T, p *resourcemetrics.Provider, caches objects.Lister) string {
 	t.Helper()
 	cfg := genericapiserver.NewRecommendedConfig(msapi.Codecs)
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
@@ -467,4 +471,64 @@ func groupVersions(g metav1.APIGroup) []string {
 		out = append(out, v.GroupVersion)
 	}
 	return out
+}
+
+// TestServedInOneNamespace: an adapter that reads objects in one
+// namespace (--namespace) serves PodMetrics there, answers other
+// namespaces and lists across namespaces with a 403 saying what to do,
+// and serves no NodeMetrics (its discovery has no nodes).
+func TestServedInOneNamespace(t *testing.T) {
+	p, _ := setup(t, "", []promtest.Sample{
+		c("ns", "a", "app", 0.25), c("ns", "b", "app", 0.5), c("other", "d", "app", 1), n("n", 2),
+	}, []promtest.Sample{
+		c("ns", "a", "app", 1<<20), c("ns", "b", "app", 2<<20), c("other", "d", "app", 3<<20), n("n", 4<<20),
+	})
+	scheme := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var objs []runtime.Object
+	for _, o := range defaultCaches.objs["pods"] {
+		p := o.(*metav1.PartialObjectMetadata).DeepCopy()
+		p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"} // the fake client files objects by kind
+		objs = append(objs, p)
+	}
+	client := metadatafake.NewSimpleMetadataClient(scheme, objs...)
+	base := serveFrom(t, p, objects.NewNamespacedInformerLister(t.Context(), client, "ns"))
+	for _, tt := range []struct{ name, path, want string }{
+		{"its namespace", "/namespaces/ns/pods", "200 ns/a ns/b"},
+		{"a pod of its namespace", "/namespaces/ns/pods/b", "200 ns/b"},
+		{"another namespace", "/namespaces/other/pods", "403"},
+		{"a pod of another namespace", "/namespaces/other/pods/d", "403"},
+		{"across namespaces", "/pods", "403"},
+		{"nodes are not served", "/nodes", "404"},
+	} {
+		t.Run(tt.name, func(t *testing.T) { servedPath(t, base, "v1beta1", tt.path, "", tt.want) })
+	}
+	resp, err := http.Get(base + "/apis/metrics.k8s.io/v1beta1/namespaces/other/pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "--namespace=ns") {
+		t.Errorf("the 403 does not say why: %s", body)
+	}
+	var rl metav1.APIResourceList
+	resp, err = http.Get(base + "/apis/metrics.k8s.io/v1beta1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&rl)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served []string
+	for _, r := range rl.APIResources {
+		served = append(served, r.Name)
+	}
+	if !slices.Equal(served, []string{"pods"}) {
+		t.Errorf("discovery serves %q, want pods only", served)
+	}
 }

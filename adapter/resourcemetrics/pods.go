@@ -25,6 +25,7 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/adapter/internal/encodecache"
 	"github.com/tidal-autoscaler/tidal/adapter/internal/memo"
+	"github.com/tidal-autoscaler/tidal/adapter/objects"
 	"github.com/tidal-autoscaler/tidal/adapter/ruleset"
 	"github.com/tidal-autoscaler/tidal/rules/promql"
 )
@@ -365,6 +366,9 @@ func (s *podStorage) List(ctx context.Context, options *metainternalversion.List
 	namespace := genericapirequest.NamespaceValue(ctx)
 	sel, fieldSel := selectors(options)
 	pods, err := s.pods.Select(namespace, sel)
+	if oos, ok := objects.AsOutOfScope(err); ok {
+		return &metrics.PodMetricsList{}, oos // a 403 status, unwrapped
+	}
 	if err != nil {
 		return &metrics.PodMetricsList{}, fmt.Errorf("failed listing pods: %w", err)
 	}
@@ -423,6 +427,9 @@ func (s *podStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions)
 	namespace := genericapirequest.NamespaceValue(ctx)
 	o, err := s.pods.ByNamespace(namespace).Get(name)
 	if err != nil {
+		if oos, ok := objects.AsOutOfScope(err); ok {
+			return &metrics.PodMetrics{}, oos // a 403 status, unwrapped
+		}
 		if apierrors.IsNotFound(err) {
 			return &metrics.PodMetrics{}, err
 		}

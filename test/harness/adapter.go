@@ -24,6 +24,11 @@ type AdapterOptions struct {
 	// e.g. {"custom.metrics.k8s.io", "v1beta2"}; each must become
 	// Available.
 	APIServices [][2]string
+	// Namespace, when set, runs the adapter with --namespace as its own
+	// service account (tidal-system/tidal-adapter-NAMESPACE) whose object
+	// reads are bound by a RoleBinding in that namespace only, as the
+	// chart's adapter.watchNamespace binds them.
+	Namespace string
 }
 
 // Adapter is a running `tidal adapter`.
@@ -46,6 +51,12 @@ const AdapterReadRole = "tidal-adapter-harness-read"
 // aggregated API server needs (auth delegation, reading the authentication
 // configmap) and to AdapterReadRole.
 func (h *Harness) bindAdapterIdentity(ctx context.Context, namespace, name string) error {
+	return h.bindAdapterIdentityIn(ctx, namespace, name, "")
+}
+
+// bindAdapterIdentityIn is bindAdapterIdentity with AdapterReadRole bound
+// in readNamespace only, unless it is empty.
+func (h *Harness) bindAdapterIdentityIn(ctx context.Context, namespace, name, readNamespace string) error {
 	if err := h.EnsureNamespace(ctx, namespace); err != nil {
 		return err
 	}
@@ -65,7 +76,7 @@ func (h *Harness) bindAdapterIdentity(ctx context.Context, namespace, name strin
 		namespace string
 	}{
 		{rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:auth-delegator"}, ""},
-		{rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AdapterReadRole}, ""},
+		{rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AdapterReadRole}, readNamespace},
 		{rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "extension-apiserver-authentication-reader"}, "kube-system"},
 	} {
 		meta := metav1.ObjectMeta{Name: name + "-" + b.role.Name}
@@ -89,7 +100,16 @@ func (h *Harness) bindAdapterIdentity(ctx context.Context, namespace, name strin
 // AdapterReadRole; it waits for /readyz and registers the APIServices.
 func (h *Harness) StartAdapter(ctx context.Context, o AdapterOptions) (*Adapter, error) {
 	a := &Adapter{Namespace: "tidal-system", ServiceAccount: "tidal-adapter"}
-	if err := h.bindAdapterIdentity(ctx, a.Namespace, a.ServiceAccount); err != nil {
+	name := "tidal-adapter"
+	if o.Namespace != "" {
+		a.ServiceAccount = "tidal-adapter-" + o.Namespace
+		name = a.ServiceAccount
+		o.Args = append(o.Args[:len(o.Args):len(o.Args)], "--namespace="+o.Namespace)
+		if err := h.EnsureNamespace(ctx, o.Namespace); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.bindAdapterIdentityIn(ctx, a.Namespace, a.ServiceAccount, o.Namespace); err != nil {
 		return nil, err
 	}
 	kubeconfig, _, err := h.Kubeconfig(ServiceAccountIdentity(a.Namespace, a.ServiceAccount))
@@ -100,7 +120,11 @@ func (h *Harness) StartAdapter(ctx context.Context, o AdapterOptions) (*Adapter,
 	if err != nil {
 		return nil, err
 	}
-	certFile, keyFile, err := serving.WriteFiles(h.Dir, "adapter-serving")
+	files := "adapter-serving"
+	if o.Namespace != "" {
+		files = name + "-serving"
+	}
+	certFile, keyFile, err := serving.WriteFiles(h.Dir, files)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +142,7 @@ func (h *Harness) StartAdapter(ctx context.Context, o AdapterOptions) (*Adapter,
 		args = append(args, "--config="+o.RuleFile)
 	}
 	args = append(args, o.Args...)
-	if a.Process, err = h.run("tidal-adapter", o.Binary, args, a.Port); err != nil {
+	if a.Process, err = h.run(name, o.Binary, args, a.Port); err != nil {
 		return nil, err
 	}
 	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: h.CertPool()}}}

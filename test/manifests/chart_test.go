@@ -237,6 +237,29 @@ func TestChartOptions(t *testing.T) {
 			}
 		}
 	})
+	t.Run("adapter.watchNamespace", func(t *testing.T) {
+		objs := helmTemplate(t, "--set", "adapter.watchNamespace=team-a")
+		d := typed[appsv1.Deployment](t, find(t, objs, "Deployment", namespace, "tidal-adapter"))
+		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--namespace=team-a") {
+			t.Errorf("adapter args %q lack --namespace=team-a", args)
+		}
+		// The object reader role is granted in team-a only.
+		b := typed[rbacv1.RoleBinding](t, find(t, objs, "RoleBinding", "team-a", "tidal-adapter-resource-reader"))
+		if b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != "tidal-adapter-resource-reader" || len(b.Subjects) != 1 || b.Subjects[0].Name != "tidal-adapter" || b.Subjects[0].Namespace != namespace {
+			t.Errorf("RoleBinding team-a/tidal-adapter-resource-reader %+v %+v", b.RoleRef, b.Subjects)
+		}
+		for _, o := range ofKind(objs, "ClusterRoleBinding") {
+			if o.GetName() == "tidal-adapter-resource-reader" {
+				t.Errorf("%s rendered with adapter.watchNamespace", objKey(o))
+			}
+		}
+		d = typed[appsv1.Deployment](t, find(t, helmTemplate(t), "Deployment", namespace, "tidal-adapter"))
+		for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+			if strings.HasPrefix(a, "--namespace") {
+				t.Errorf("default adapter args have %q", a)
+			}
+		}
+	})
 	t.Run("rules.existingConfigMap", func(t *testing.T) {
 		objs := helmTemplate(t, "--set", "rules.existingConfigMap=my-rules")
 		for _, o := range ofKind(objs, "ConfigMap") {
