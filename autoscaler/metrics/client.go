@@ -2,8 +2,9 @@
 // upstream's HPA metrics client does: Client is one interface over
 // metrics.k8s.io, custom.metrics.k8s.io and external.metrics.k8s.io,
 // composed of three per-API clients. Where several autoscalers share a
-// namespace, its PodMetrics are listed once for all of them (see
-// ShareNamespaceLists): that is the shared metric read.
+// namespace, its PodMetrics are listed once for all of them, and their
+// identical custom and external metrics requests are made once (see
+// ShareNamespaceLists): those are the shared metric reads.
 package metrics
 
 import (
@@ -15,9 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	customapi "k8s.io/metrics/pkg/apis/custom_metrics/v1beta2"
+	externalapi "k8s.io/metrics/pkg/apis/external_metrics/v1beta1"
 	resourceclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 	customclient "k8s.io/metrics/pkg/client/custom_metrics"
 	externalclient "k8s.io/metrics/pkg/client/external_metrics"
+	"k8s.io/utils/clock"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
 )
@@ -49,10 +52,16 @@ const customMetricDefaultWindow = time.Minute
 // clients: metrics.k8s.io, custom.metrics.k8s.io and
 // external.metrics.k8s.io.
 func NewRESTClient(resource resourceclient.PodMetricsesGetter, custom customclient.CustomMetricsClient, external externalclient.ExternalMetricsClient) Client {
+	return newRESTClient(resource, custom, external, nil)
+}
+
+// newRESTClient is NewRESTClient on clk (nil: the real clock).
+func newRESTClient(resource resourceclient.PodMetricsesGetter, custom customclient.CustomMetricsClient, external externalclient.ExternalMetricsClient, clk clock.PassiveClock) *restMetricsClient {
+	reads := newSharedReads(clk)
 	return &restMetricsClient{
-		resourceMetrics: resourceMetrics{newPodMetricsLister(resource, nil)},
-		customMetrics:   customMetrics{custom},
-		externalMetrics: externalMetrics{external},
+		resourceMetrics: resourceMetrics{newPodMetricsLister(resource, clk)},
+		customMetrics:   customMetrics{custom, reads},
+		externalMetrics: externalMetrics{external, reads},
 	}
 }
 
@@ -63,6 +72,14 @@ type restMetricsClient struct {
 }
 
 var _ Client = (*restMetricsClient)(nil)
+
+// ShareNamespaceLists lets the client list a namespace's PodMetrics once
+// for all its autoscalers, and make their identical custom and external
+// metrics requests once, when shared reports there are several.
+func (c *restMetricsClient) ShareNamespaceLists(shared func(namespace string) bool) {
+	c.resourceMetrics.ShareNamespaceLists(shared)
+	c.customMetrics.reads.shared = shared
+}
 
 type resourceMetrics struct {
 	pods *podMetricsLister
@@ -85,13 +102,19 @@ func (c resourceMetrics) ShareNamespaceLists(shared func(namespace string) bool)
 
 type customMetrics struct {
 	client customclient.CustomMetricsClient
+	reads  *sharedReads
 }
 
 func (c customMetrics) PodsMetric(_ context.Context, metricName, namespace string, selector, metricSelector labels.Selector) (replicas.PodSamples, error) {
-	list, err := c.client.NamespacedMetrics(namespace).GetForObjects(schema.GroupKind{Kind: "Pod"}, selector, metricName, metricSelector)
+	pods := schema.GroupKind{Kind: "Pod"}
+	key := requestKey("pods", namespace, metricName, selector.String(), metricSelector.String())
+	v, err := c.reads.read(namespace, key, func() (any, error) {
+		return c.client.NamespacedMetrics(namespace).GetForObjects(pods, selector, metricName, metricSelector)
+	})
 	if err != nil {
 		return nil, replicas.CustomMetricsAPIError(err)
 	}
+	list := v.(*customapi.MetricValueList)
 	if len(list.Items) == 0 {
 		return nil, replicas.ErrNoCustomMetrics()
 	}
@@ -107,33 +130,42 @@ func (c customMetrics) PodsMetric(_ context.Context, metricName, namespace strin
 }
 
 func (c customMetrics) ObjectMetric(_ context.Context, metricName, namespace string, ref *autoscalingv2.CrossVersionObjectReference, metricSelector labels.Selector) (int64, error) {
-	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
-	var (
-		value *customapi.MetricValue
-		err   error
-	)
-	if gvk.Kind == "Namespace" && gvk.Group == "" {
-		// A Namespace metric is root-scoped and always about the
-		// autoscaler's own namespace, whatever ref names.
-		value, err = c.client.RootScopedMetrics().GetForObject(gvk.GroupKind(), namespace, metricName, metricSelector)
-	} else {
-		value, err = c.client.NamespacedMetrics(namespace).GetForObject(gvk.GroupKind(), ref.Name, metricName, metricSelector)
+	gk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).GroupKind()
+	// A Namespace metric is root-scoped and always about the autoscaler's
+	// own namespace, whatever ref names.
+	rootScoped := gk.Kind == "Namespace" && gk.Group == ""
+	name, scope := ref.Name, "namespaced"
+	if rootScoped {
+		name, scope = namespace, "root"
 	}
+	// The version of ref is not part of the request.
+	key := requestKey("object", scope, namespace, gk.Group, gk.Kind, name, metricName, metricSelector.String())
+	v, err := c.reads.read(namespace, key, func() (any, error) {
+		if rootScoped {
+			return c.client.RootScopedMetrics().GetForObject(gk, name, metricName, metricSelector)
+		}
+		return c.client.NamespacedMetrics(namespace).GetForObject(gk, name, metricName, metricSelector)
+	})
 	if err != nil {
 		return 0, replicas.CustomMetricsAPIError(err)
 	}
-	return value.Value.MilliValue(), nil
+	return v.(*customapi.MetricValue).Value.MilliValue(), nil
 }
 
 type externalMetrics struct {
 	client externalclient.ExternalMetricsClient
+	reads  *sharedReads
 }
 
 func (c externalMetrics) ExternalMetric(_ context.Context, metricName, namespace string, selector labels.Selector) ([]int64, error) {
-	list, err := c.client.NamespacedMetrics(namespace).List(metricName, selector)
+	key := requestKey("external", namespace, metricName, selector.String())
+	v, err := c.reads.read(namespace, key, func() (any, error) {
+		return c.client.NamespacedMetrics(namespace).List(metricName, selector)
+	})
 	if err != nil {
 		return nil, replicas.ExternalMetricsAPIError(err)
 	}
+	list := v.(*externalapi.ExternalMetricValueList)
 	if len(list.Items) == 0 {
 		return nil, replicas.ErrNoExternalMetrics()
 	}
