@@ -205,7 +205,7 @@ func TestSharedReads(t *testing.T) {
 		{name: "an autoscaler alone in its namespace reads for itself", shared: false,
 			reads: []read{rps, rps, queue, queue}, wantCalls: 4},
 		{name: "an error is shared as the own request's", shared: true, fail: errors.New("the server is currently unable to handle the request"),
-			reads: []read{rps, rps, queue, queue, objectRead("hits", web, labels.Everything()), objectRead("hits", web, labels.Everything())},
+			reads:     []read{rps, rps, queue, queue, objectRead("hits", web, labels.Everything()), objectRead("hits", web, labels.Everything())},
 			wantCalls: 3},
 	}
 	for _, tt := range tests {
