@@ -8,6 +8,7 @@
 package monitor
 
 import (
+	"sync/atomic"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -40,6 +41,13 @@ type Monitor struct {
 	dryRunDesiredReplicas     *prometheus.GaugeVec
 	fallbackActive            *prometheus.GaugeVec
 	leader                    prometheus.Gauge
+	// statusWritesDeferred counts status writes left out by
+	// --status-metrics-min-interval.
+	statusWritesDeferred prometheus.Counter
+	// reconcileGap reports what gap returns (0 while it is nil: no
+	// controller runs).
+	reconcileGap prometheus.GaugeFunc
+	gap          atomic.Pointer[func() time.Duration]
 	// objects are the per-object tidal_autoscaler_hpa_* series (objects.go).
 	objects *objectMetrics
 	// queue is the work queue's metrics provider.
@@ -90,14 +98,24 @@ func New(reg prometheus.Registerer) (*Monitor, error) {
 			Namespace: ns, Subsystem: sub, Name: "leader",
 			Help: "1 while this replica leads and runs the controller, else 0 (a standby waiting for the lease).",
 		}),
+		statusWritesDeferred: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "status_writes_deferred_total",
+			Help: "Status writes not made because only status.currentMetrics values changed within --status-metrics-min-interval of the autoscaler's last status write.",
+		}),
 		objects: newObjectMetrics(ns, sub),
 		queue:   newQueueMetrics(),
 	}
+	m.reconcileGap = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: ns, Subsystem: sub, Name: "reconcile_gap_max_seconds",
+		Help: "Longest time between two consecutive reconciles of any one autoscaler, among those that ended in the last sync period, " +
+			"and since the last reconcile of every autoscaler known (0 on a replica that does not reconcile).",
+	}, m.reconcileGapSeconds)
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range append([]prometheus.Collector{m.reconciliations, m.reconciliationDuration, m.metricComputations,
-		m.metricComputationDuration, m.autoscalers, m.desiredReplicas, m.dryRunDesiredReplicas, m.fallbackActive, m.leader},
+		m.metricComputationDuration, m.autoscalers, m.desiredReplicas, m.dryRunDesiredReplicas, m.fallbackActive, m.leader,
+		m.statusWritesDeferred, m.reconcileGap},
 		append(m.objects.collectors(), m.queue.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -161,6 +179,28 @@ func (m *Monitor) SetLeading(leading bool) {
 		v = 1
 	}
 	m.leader.Set(v)
+}
+
+// StatusWriteDeferred counts a status write left out because only
+// currentMetrics values changed (--status-metrics-min-interval).
+func (m *Monitor) StatusWriteDeferred() { m.statusWritesDeferred.Inc() }
+
+// SetReconcileGap makes gap the source of reconcile_gap_max_seconds; nil
+// reports 0 (no controller runs).
+func (m *Monitor) SetReconcileGap(gap func() time.Duration) {
+	if gap == nil {
+		m.gap.Store(nil)
+		return
+	}
+	m.gap.Store(&gap)
+}
+
+func (m *Monitor) reconcileGapSeconds() float64 {
+	gap := m.gap.Load()
+	if gap == nil {
+		return 0
+	}
+	return (*gap)().Seconds()
 }
 
 // Forget drops the per-object series of a deleted autoscaler.

@@ -1,0 +1,38 @@
+package monitor
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestRoundSignals: the deferred status writes count, and the reconcile
+// gap reports the controller's longest gap, 0 while none runs.
+func TestRoundSignals(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gap := func(want string) {
+		t.Helper()
+		const head = "# HELP tidal_autoscaler_reconcile_gap_max_seconds Longest time between two consecutive reconciles of any one autoscaler, among those that ended in the last sync period, and since the last reconcile of every autoscaler known (0 on a replica that does not reconcile).\n# TYPE tidal_autoscaler_reconcile_gap_max_seconds gauge\n"
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(head+"tidal_autoscaler_reconcile_gap_max_seconds "+want+"\n"), "tidal_autoscaler_reconcile_gap_max_seconds"); err != nil {
+			t.Error(err)
+		}
+	}
+	gap("0")
+	m.SetReconcileGap(func() time.Duration { return 15500 * time.Millisecond })
+	gap("15.5")
+	m.SetReconcileGap(nil)
+	gap("0")
+
+	m.StatusWriteDeferred()
+	m.StatusWriteDeferred()
+	if got := testutil.ToFloat64(m.statusWritesDeferred); got != 2 {
+		t.Errorf("status_writes_deferred_total = %v, want 2", got)
+	}
+}
