@@ -39,6 +39,9 @@ type Config struct {
 	Mode           source.Mode
 	HPA            HPAControllerOptions
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	// Sharding: every replica reconciles its share (autoscaler/shard);
+	// no leader is elected.
+	Sharding bool
 	// Identity names this replica in the Lease.
 	Identity string
 	// leading is true while lead runs, for /readyz.
@@ -115,7 +118,7 @@ func (o *Options) Config() (*Config, error) {
 		h  *handover
 		ho controller.Handover
 	)
-	if o.LeaderElection.LeaderElect {
+	if o.LeaderElection.LeaderElect && !o.Sharding {
 		h = &handover{}
 		ho = h
 	}
@@ -143,6 +146,7 @@ func (o *Options) Config() (*Config, error) {
 		Mode:                 source.Mode(o.Mode),
 		HPA:                  o.HPA,
 		LeaderElection:       o.LeaderElection,
+		Sharding:             o.Sharding,
 		// The UUID keeps two processes on one host (or a restarted pod
 		// whose old lease has not expired) from sharing an identity.
 		Identity:       host + "_" + string(uuid.NewUUID()),

@@ -42,6 +42,9 @@ type Options struct {
 
 	HPA            HPAControllerOptions
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	// Sharding splits the autoscalers between every replica (see
+	// autoscaler/shard) instead of electing one leader.
+	Sharding bool
 
 	// HealthProbeBindAddress is host:port for /healthz and /readyz over
 	// plain HTTP; port 0 picks a free port.
@@ -144,6 +147,12 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	options.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	fs.StringVar(&o.LeaderElection.ResourceNamespace, "leader-election-namespace", o.LeaderElection.ResourceNamespace,
 		"Namespace of the Lease used for leader election. Same setting as --leader-elect-resource-namespace.")
+	fs.BoolVar(&o.Sharding, "sharding", o.Sharding,
+		"Instead of electing one leader, split the autoscalers between every replica: each keeps a Lease of its own, "+
+			"<--leader-elect-resource-name>-shard-<hash> in --leader-election-namespace, and reconciles the autoscalers that rendezvous hashing of "+
+			"their namespace/name gives it among the replicas whose Leases are live. A replica that joins waits two retry periods before it "+
+			"reconciles its share; a replica that stops deletes its Lease, and one that dies loses its share when its Lease expires. "+
+			"Uses the --leader-elect-lease-duration, -renew-deadline and -retry-period durations; --leader-elect is ignored.")
 
 	nfs.FlagSet("health").StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
 		"host:port to serve /healthz and /readyz on, over plain HTTP without authentication. Port 0 picks a free port. "+
@@ -202,7 +211,9 @@ func (o *Options) Validate() []error {
 		}
 	}
 	errs = append(errs, o.HPA.Validate()...)
-	errs = append(errs, validateLeaderElection(&o.LeaderElection)...)
+	le := o.LeaderElection
+	le.LeaderElect = le.LeaderElect || o.Sharding // sharding uses the same durations and namespace
+	errs = append(errs, validateLeaderElection(&le)...)
 	if _, err := parseBindAddress(o.HealthProbeBindAddress); err != nil {
 		errs = append(errs, err)
 	}

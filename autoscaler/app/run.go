@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
+	"github.com/tidal-autoscaler/tidal/autoscaler/shard"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 	"github.com/tidal-autoscaler/tidal/internal/version"
 )
@@ -30,7 +31,7 @@ func (c *Config) Run(ctx context.Context) error {
 
 	var electionChecker *leaderelection.HealthzAdaptor
 	healthChecks := []healthz.HealthChecker{healthz.PingHealthz}
-	if c.LeaderElection.LeaderElect {
+	if c.LeaderElection.LeaderElect && !c.Sharding {
 		// Fails /healthz when this replica believes it leads but has not
 		// renewed the lease for a while, so a wedged leader is restarted.
 		electionChecker = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
@@ -66,9 +67,12 @@ func (c *Config) Run(ctx context.Context) error {
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() {
-		if c.LeaderElection.LeaderElect {
+		switch {
+		case c.Sharding:
+			runErr <- c.runSharded(runCtx)
+		case c.LeaderElection.LeaderElect:
 			runErr <- c.runWithLeaderElection(runCtx, electionChecker)
-		} else {
+		default:
 			runErr <- c.lead(runCtx)
 		}
 	}()
@@ -210,6 +214,72 @@ func (c *Config) leadOneTerm(ctx context.Context, checker *leaderelection.Health
 			return false, leadErr
 		}
 		return lost, nil
+	}
+}
+
+// runSharded runs the controller on this replica's share of the
+// autoscalers (--sharding, autoscaler/shard) until ctx is done; a replica
+// whose shard Lease could not be renewed in time stops its controller and
+// joins again, as a replica that lost the leader election lease campaigns
+// again.
+func (c *Config) runSharded(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	le := c.LeaderElection
+	sharded, ok := c.Reconciler.(interface{ useMember(*shard.Member) })
+	if !ok {
+		return fmt.Errorf("the controller %T cannot be sharded", c.Reconciler)
+	}
+	for terms := 0; ; terms++ {
+		m, err := shard.New(shard.Config{
+			Leases: c.LeaderElectionClient.CoordinationV1(), Namespace: le.ResourceNamespace,
+			Group: le.ResourceName + "-shard", Identity: c.Identity,
+			LeaseDuration: le.LeaseDuration.Duration, RenewDeadline: le.RenewDeadline.Duration, RetryPeriod: le.RetryPeriod.Duration,
+		})
+		if err != nil {
+			return fmt.Errorf("sharding: %w", err)
+		}
+		sharded.useMember(m)
+		logger.Info("Joining the shard group", "group", le.ResourceName+"-shard", "namespace", le.ResourceNamespace, "identity", c.Identity)
+		lost, err := c.shardTerm(ctx, m)
+		if err != nil || !lost {
+			return err
+		}
+		logger.Info("Could not renew this replica's shard Lease in time: the controller stopped; joining again", "identity", c.Identity, "termsLost", terms+1)
+	}
+}
+
+// shardTerm runs the member and the controller until ctx is done (the
+// Lease is then released, after the controller stopped, so the others
+// take the share at once) or the member's Lease is lost (lost true).
+func (c *Config) shardTerm(ctx context.Context, m *shard.Member) (lost bool, err error) {
+	memberCtx, stopMember := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopMember()
+	memberDone := make(chan error, 1)
+	go func() { memberDone <- m.Run(memberCtx) }()
+	leadCtx, stopLead := context.WithCancel(ctx)
+	defer stopLead()
+	leadDone := make(chan error, 1)
+	go func() { leadDone <- c.lead(leadCtx) }()
+
+	select {
+	case memberErr := <-memberDone:
+		stopLead()
+		leadErr := <-leadDone
+		if leadErr != nil {
+			return false, leadErr
+		}
+		return errors.Is(memberErr, shard.ErrLost), nil
+	case leadErr := <-leadDone:
+		stopMember()
+		<-memberDone
+		if ctx.Err() != nil {
+			releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := m.Release(releaseCtx); err != nil {
+				klog.FromContext(ctx).Error(err, "Releasing this replica's shard Lease failed; the others take its share when it expires")
+			}
+		}
+		return false, leadErr
 	}
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
+	"github.com/tidal-autoscaler/tidal/autoscaler/shard"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
@@ -87,7 +88,12 @@ type runner struct {
 	workers    int
 	client     kubernetes.Interface
 	controller atomic.Pointer[controller.Controller]
+	// member, when set (--sharding), limits the next terms to its share.
+	member atomic.Pointer[shard.Member]
 }
+
+// useMember makes the next Run reconcile m's share only.
+func (r *runner) useMember(m *shard.Member) { r.member.Store(m) }
 
 // term is what one Run builds and starts: the informers and the source.
 type term struct {
@@ -185,6 +191,11 @@ func (r *runner) newTerm() *term {
 		var informerDone sync.WaitGroup
 		t.start = append(t.start, func(stop <-chan struct{}) { informerDone.Go(func() { src.Informer().Run(stop) }) })
 		t.shutdown = append(t.shutdown, informerDone.Wait)
+	}
+	if m := r.member.Load(); m != nil {
+		sharded := shard.NewSource(src, m.Owns)
+		m.OnChange(sharded.Offer)
+		src = sharded
 	}
 	t.options.Source, t.options.Pods, t.options.ScaleCache = src, factory.Core().V1().Pods(), scaleCache
 	return t
