@@ -33,6 +33,15 @@ func TestRunShardedJoinsAndReleases(t *testing.T) {
 	cfg.LeaderElectionClient = client
 	rec := &shardedReconciler{}
 	cfg.Reconciler = rec
+	// Registered before Run: the fake's reactor chain is not safe to
+	// change while it serves.
+	var refuse atomic.Bool
+	client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if refuse.Load() {
+			return true, nil, errors.New("the API server cannot be reached")
+		}
+		return false, nil, nil
+	})
 	cancel, done := start(t, cfg)
 
 	name := shard.LeaseName("tidal-autoscaler-shard", cfg.Identity)
@@ -52,13 +61,6 @@ func TestRunShardedJoinsAndReleases(t *testing.T) {
 	}
 
 	// The API server refuses the renewals: the term ends, a new one joins.
-	var refuse atomic.Bool
-	client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if refuse.Load() {
-			return true, nil, errors.New("the API server cannot be reached")
-		}
-		return false, nil, nil
-	})
 	first := rec.member.Load()
 	refuse.Store(true)
 	// The first term's controller stops and a second term starts, whose
