@@ -7,9 +7,10 @@
 //	go run ./test/cmd/bench -docs-only latest   # the last run's table into docs/performance.md
 //
 // Each job is one `go test -run '^$' -bench ... -benchtime 1x` process of
-// test/bench/adapter or test/bench/autoscaler on the real harness, whose
-// sides take turns (A B A B ...) for -rounds rounds and append every
-// round's figures to a samples file (test/bench/samples). The table shows
+// test/bench/adapter, test/bench/autoscaler or test/bench/closedloop on
+// the real harness, whose sides take turns (A B A B ...) for -rounds
+// rounds and append every round's figures to a samples file
+// (test/bench/samples). The table shows
 // each figure's median and spread (min..max) and each goal's ratio of
 // medians. A job that fails leaves its rows marked with why, with
 // whatever figures it had; the run goes on.

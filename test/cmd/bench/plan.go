@@ -42,6 +42,11 @@ type sizes struct {
 	syncPeriod                   time.Duration
 	kcmQPS                       int
 	adapterTimeout, fleetTimeout time.Duration
+	// closed loop: replicas before and after the load step, the rule's
+	// rate window (the sync period is syncPeriod's).
+	loopFrom, loopTo int
+	rateWindow       time.Duration
+	loopTimeout      time.Duration
 }
 
 func fullSizes() sizes {
@@ -51,11 +56,13 @@ func fullSizes() sizes {
 		fleet1k: 1000, fleet3k: 3000, fleet10k: 10000, fleetPods: 5, fleetNS: 10, periods: 3,
 		syncPeriod: 15 * time.Second, kcmQPS: 200,
 		adapterTimeout: 90 * time.Minute, fleetTimeout: 180 * time.Minute,
+		loopFrom: 3, loopTo: 6, rateWindow: time.Minute, loopTimeout: 60 * time.Minute,
 	}
 }
 
 // smokeSizes check that every row runs end to end, never its figures:
-// a few pods and requests, a handful of autoscalers for one short period.
+// a few pods and requests, a handful of autoscalers for one short period,
+// a closed loop stepping from 1 to 2 replicas over a 5 s rate window.
 // Rows of the same shape then share a job (1k, 3k and 10k autoscalers
 // are all 3 here).
 func smokeSizes() sizes {
@@ -65,6 +72,7 @@ func smokeSizes() sizes {
 		fleet1k: 3, fleet3k: 3, fleet10k: 3, fleetPods: 1, fleetNS: 1, periods: 2,
 		syncPeriod: 3 * time.Second, kcmQPS: 200,
 		adapterTimeout: 6 * time.Minute, fleetTimeout: 6 * time.Minute,
+		loopFrom: 1, loopTo: 2, rateWindow: 5 * time.Second, loopTimeout: 6 * time.Minute,
 	}
 }
 
@@ -118,6 +126,14 @@ func newPlan(sz sizes, rounds int, peer, noop string) plan {
 	}
 	fleet("fleet-3k-moving", sz.fleet3k, "moving", "tidal", "kcm")
 	fleet("fleet-10k-moving", sz.fleet10k, "moving", "tidal", "kcm")
+	// The closed loop's sides take turns inside the benchmark (only one
+	// adapter can own custom.metrics.k8s.io at a time): tidal, upstream,
+	// -rounds times.
+	p.add(job{id: "closed-loop", pkg: "./test/bench/closedloop", bench: "^BenchmarkClosedLoop$", env: map[string]string{
+		"TIDAL_BENCH_FROM": strconv.Itoa(sz.loopFrom), "TIDAL_BENCH_TO": strconv.Itoa(sz.loopTo),
+		"TIDAL_BENCH_RATE_WINDOW": sz.rateWindow.String(), "TIDAL_BENCH_SYNC_PERIOD": sz.syncPeriod.String(),
+		"TIDAL_BENCH_ROUNDS": strconv.Itoa(rounds), "TIDAL_BENCH_PEER": peer,
+	}, timeout: sz.loopTimeout})
 	return p
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
+	"time"
 
 	"github.com/tidal-autoscaler/tidal/test/bench/samples"
 )
@@ -146,6 +148,9 @@ const (
 	peer  = "prometheus-adapter"
 	noop  = "noop"
 	kcm   = "kcm"
+	// upstream is the closed loop's reference: prometheus-adapter and
+	// kube-controller-manager's HPA controller.
+	upstream = "upstream"
 )
 
 // rows are the comparisons, at the plan's sizes.
@@ -261,11 +266,43 @@ func rows(p plan) []row {
 		})
 	}
 
+	loopAt := func(side, metric string) ref {
+		return ref{job: "closed-loop", row: "closed-loop", side: side, metric: metric}
+	}
+	stepped := func(side string) ref { return loopAt(side, "step-to-replicas") }
 	out = append(out, row{
-		id: "closed-loop", title: "closed loop: load step to new replicas (tidal vs kcm + prometheus-adapter)",
-		todo: []string{"not built yet: no benchmark times the step response side by side (test/e2e/closedloop checks tidal's loop pass/fail only); goal: step to new count <= scrape + rate window + one sync, and not more than upstream's"},
+		id: "closed-loop",
+		title: fmt.Sprintf("closed loop: load step to new replicas (%d -> %d), %s rate window, %s sync (tidal vs kcm + prometheus-adapter)",
+			sz.loopFrom, sz.loopTo, short(sz.rateWindow), short(sz.syncPeriod)),
+		cells: []ref{stepped(tidal), stepped(upstream), loopAt(tidal, "first-rescale"), loopAt(upstream, "first-rescale"),
+			loopAt(tidal, "step-to-ready"), loopAt(upstream, "step-to-ready"), loopAt(tidal, "bound")},
+		goals: []goal{
+			{text: "step to the new count <= scrape + rate window + one sync", num: stepped(tidal), den: loopAt(tidal, "bound"), op: atMost, bound: 1},
+			{text: "step to the new count <= upstream's (kcm + prometheus-adapter)", num: stepped(tidal), den: stepped(upstream), op: atMost, bound: 1},
+		},
+		notes: func(d data) []string {
+			var notes []string
+			for _, side := range []string{tidal, upstream} {
+				in, n := withinBound(d.values(stepped(side)), d.values(loopAt(side, "bound")))
+				notes = append(notes, fmt.Sprintf("%s: %d of %d rounds within the bound; median step / bound %s", side, in, n,
+					figure(ratio(median(d.values(stepped(side))), median(d.values(loopAt(side, "bound")))))))
+			}
+			return notes
+		},
 	})
 	return out
+}
+
+// short writes a duration without zero units: 1m, not 1m0s.
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // count writes 1000 as 1k, 1000000 as 1M.

@@ -13,12 +13,12 @@ import (
 
 // TestSmoke runs every row at the smoke sizes (3 pods, 300 requests by 2
 // clients; 50 and 100 series; 3 autoscalers for two 3 s periods, as one
-// alone may hold no reconcile of a side at its edges; one round) and
-// checks the run's shape: every row in the table, every side with
-// samples, every goal's ratio computed, the output files written. It
-// never checks a figure or a time. The closed-loop row has no benchmark
-// yet and is checked only to be listed, with that said. About 3.5
-// minutes on 2 cores with a warm build cache.
+// alone may hold no reconcile of a side at its edges; a closed loop
+// stepping from 1 to 2 replicas over a 5 s rate window, 3 s sync; one
+// round) and checks the run's shape: every row in the table, every side
+// with samples, every goal's ratio computed, the output files written. It
+// never checks a figure or a time. About 4 minutes on 2 cores with a warm
+// build cache (the closed loop about 40 s of it).
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the harness")
@@ -40,12 +40,6 @@ func TestSmoke(t *testing.T) {
 	for i, r := range run.results {
 		if r.ID != want[i].id {
 			t.Errorf("row %d is %q, want %q", i, r.ID, want[i].id)
-		}
-		if r.ID == "closed-loop" {
-			if len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "not built yet") {
-				t.Errorf("closed-loop row does not say it is not built: %v", r.Notes)
-			}
-			continue
 		}
 		if r.Failure != "" {
 			t.Errorf("%s did not finish: %s", r.ID, r.Failure)

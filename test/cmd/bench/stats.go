@@ -36,6 +36,22 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
+// withinBound counts the rounds whose figure is at most its round's
+// bound: values and bounds in round order, paired by index (a round with
+// either missing is not counted).
+func withinBound(values, bounds []float64) (within, rounds int) {
+	for i := range min(len(values), len(bounds)) {
+		if math.IsNaN(values[i]) || math.IsNaN(bounds[i]) {
+			continue
+		}
+		rounds++
+		if values[i] <= bounds[i] {
+			within++
+		}
+	}
+	return within, rounds
+}
+
 // op is how a ratio is compared with its goal.
 type op string
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMedian(t *testing.T) {
@@ -103,5 +104,36 @@ func TestBound(t *testing.T) {
 				t.Errorf("bound = %q, want it to say %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestWithinBound(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name           string
+		values, bounds []float64
+		within, rounds int
+	}{
+		{"none", nil, nil, 0, 0},
+		{"all within", []float64{40, 76, 12}, []float64{76, 76, 76}, 3, 3},
+		{"one above", []float64{40, 77}, []float64{76, 76}, 1, 2},
+		{"a bound missing", []float64{40, 50}, []float64{76}, 1, 1},
+		{"a figure unknown", []float64{nan, 50}, []float64{76, 76}, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if in, n := withinBound(tc.values, tc.bounds); in != tc.within || n != tc.rounds {
+				t.Errorf("withinBound(%v, %v) = %d of %d, want %d of %d", tc.values, tc.bounds, in, n, tc.within, tc.rounds)
+			}
+		})
+	}
+}
+
+func TestShort(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		time.Minute: "1m", 15 * time.Second: "15s", 90 * time.Second: "1m30s", time.Hour: "1h", 5 * time.Second: "5s",
+	} {
+		if got := short(d); got != want {
+			t.Errorf("short(%s) = %q, want %q", d, got, want)
+		}
 	}
 }
