@@ -68,6 +68,10 @@ type Options struct {
 	// repeated recommendation is also written on its own once a minute
 	// (see source.HistoryAnnotation).
 	Handover Handover
+	// StatusMetricsMinInterval bounds status writes whose only change is
+	// the values of status.currentMetrics to one per interval
+	// (statuswrites.go); 0: every change is written, as upstream does.
+	StatusMetricsMinInterval time.Duration
 }
 
 // Handover is what leader election tells a new leader about the previous
@@ -86,8 +90,11 @@ type Controller struct {
 	queue   workqueue.TypedDelayingInterface[string]
 	cadence *cadence
 	period  time.Duration
-	synced  []cache.InformerSynced
-	ready   atomic.Bool
+	// visits measure the gaps between an autoscaler's reconciles
+	// (gaps.go).
+	visits *visits
+	synced []cache.InformerSynced
+	ready  atomic.Bool
 	// handover is Options.Handover.
 	handover Handover
 	// logger is New's context's, for the informer's event handlers.
@@ -103,6 +110,9 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 	}
 	if o.SyncPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("sync period must be positive, got %s", o.SyncPeriod))
+	}
+	if o.StatusMetricsMinInterval < 0 {
+		errs = append(errs, fmt.Errorf("status metrics min interval must not be negative, got %s", o.StatusMetricsMinInterval))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -128,12 +138,14 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 			metrics: o.Metrics, recorder: o.Recorder, monitor: o.Monitor, cfg: o.Decision,
 			clock: o.Clock, history: history.NewStore(refresh), selectors: clustercache.NewSelectorTracker(),
 			podClient: o.PodClient, deployment: o.ScaleCache.Deployment,
+			statusInterval: o.StatusMetricsMinInterval, statusWrites: newStatusWrites(),
 		},
 		queue: workqueue.NewTypedDelayingQueueWithConfig(
 			workqueue.TypedDelayingQueueConfig[string]{Name: source.ComponentName, MetricsProvider: o.Monitor.Queue()},
 		),
 		cadence: newCadence(),
 		period:  o.SyncPeriod,
+		visits:  newVisits(o.SyncPeriod),
 	}
 	if m, ok := o.Metrics.(interface{ ShareNamespaceLists(func(string) bool) }); ok {
 		m.ShareNamespaceLists(c.sharesNamespace)
@@ -174,6 +186,8 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		return
 	}
 	c.ready.Store(true)
+	c.r.monitor.SetReconcileGap(func() time.Duration { return c.visits.longest(c.r.clock.Now()) })
+	defer c.r.monitor.SetReconcileGap(nil)
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
 	}
@@ -204,7 +218,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	due := c.cadence.started(key, c.r.clock.Now())
+	now := c.r.clock.Now()
+	due := c.cadence.started(key, now)
+	c.visits.visited(key, now)
 	deleted, err := c.r.reconcileKey(ctx, key)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Reconciling an autoscaler failed", "key", key)
@@ -213,7 +229,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	// the namespace's beat when its autoscalers share a PodMetrics list),
 	// errors included; an earlier time already waiting wins, so each key
 	// is reconciled once per period.
-	if !deleted {
+	if deleted {
+		c.visits.forget(key)
+	} else {
 		ns, _, _ := cache.SplitMetaNamespaceKey(key)
 		c.scheduleAt(key, nextDue(due, c.r.clock.Now(), c.period, namespaceBeat(ns, c.period), c.sharesNamespace(ns)))
 	}
@@ -261,7 +279,9 @@ func (c *Controller) add(obj any) {
 	if c.r.selectors.PutIfAbsent(ns, key, labels.Nothing()) {
 		c.r.monitor.AutoscalerAdded()
 	}
-	c.scheduleAt(key, c.r.clock.Now())
+	now := c.r.clock.Now()
+	c.visits.known(key, now)
+	c.scheduleAt(key, now)
 }
 
 // update queues at once on a spec change (metadata.generation bumped);
@@ -286,6 +306,8 @@ func (c *Controller) delete(obj any) {
 		return
 	}
 	c.cadence.forget(key)
+	c.visits.forget(key)
+	c.r.statusWrites.forget(key)
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
 	if c.r.selectors.Delete(ns, key) {
 		c.r.monitor.AutoscalerDeleted()

@@ -22,7 +22,8 @@
 // Where tidal reads the cluster differently from upstream, the decisions
 // stay the same and the API traffic drops: scales of the built-in kinds
 // come from informers (clustercache.ScaleCache), a namespace's PodMetrics
-// are listed once for all its autoscalers (package metrics), and the
+// are listed once for all its autoscalers and their identical custom and
+// external metrics requests are made once (package metrics), and the
 // stabilization history goes with the status write
 // (source.HistoryAnnotation).
 package controller

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -83,6 +84,10 @@ type reconciler struct {
 	// (spec.holdScaleDownDuringRollout), false when unknown.
 	podClient  typedcorev1.PodsGetter
 	deployment func(namespace, name string) (*appsv1.Deployment, bool)
+	// statusInterval is Options.StatusMetricsMinInterval; statusWrites
+	// are the last writes it counts from (statuswrites.go).
+	statusInterval time.Duration
+	statusWrites   *statusWrites
 }
 
 // reconcileKey reconciles the object named key; deleted is true when it is
@@ -96,6 +101,7 @@ func (r *reconciler) reconcileKey(ctx context.Context, key string) (deleted bool
 	if apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).V(2).Info("Autoscaler has been deleted", "kind", r.source.Kind(), "autoscaler", klog.KRef(namespace, name))
 		r.history.Forget(key)
+		r.statusWrites.forget(key)
 		r.monitor.Forget(namespace, name) // a reconcile that ended after the delete event
 		return true, nil
 	}
@@ -392,6 +398,10 @@ func (r *reconciler) writeStatus(ctx context.Context, s *step, why *v1alpha1.Dec
 	if !changed && persist != history.PersistNow {
 		return nil
 	}
+	if r.deferStatus(s, persist) {
+		r.monitor.StatusWriteDeferred()
+		return nil
+	}
 	var value string
 	if persist != history.PersistNone {
 		value = compacted.Encode()
@@ -401,6 +411,7 @@ func (r *reconciler) writeStatus(ctx context.Context, s *step, why *v1alpha1.Dec
 		r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "FailedUpdateStatus", err.Error())
 		return fmt.Errorf("failed to update status for %s: %w", s.obj.GetName(), err)
 	}
+	r.wroteStatus(s)
 	if persist != history.PersistNone {
 		s.history.PersistedAs(compacted, value)
 	}
