@@ -237,6 +237,25 @@ func TestChartOptions(t *testing.T) {
 			}
 		}
 	})
+	t.Run("autoscaler.sharding", func(t *testing.T) {
+		objs := helmTemplate(t, "--set", "autoscaler.sharding=true", "--set", "autoscaler.replicas=3")
+		d := typed[appsv1.Deployment](t, find(t, objs, "Deployment", namespace, "tidal-autoscaler"))
+		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--sharding") || *d.Spec.Replicas != 3 {
+			t.Errorf("autoscaler args %q, replicas %d; want --sharding and 3", args, *d.Spec.Replicas)
+		}
+		// Each replica's own Lease has a name not known in advance: the
+		// Role lets it get, list, update and delete Leases there.
+		role := typed[rbacv1.Role](t, find(t, objs, "Role", namespace, "tidal-autoscaler-leader-election"))
+		want := rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "update", "delete"}}
+		if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return apiequality.Semantic.DeepEqual(r, want) }) {
+			t.Errorf("leader election Role rules %+v lack %+v", role.Rules, want)
+		}
+		// Off by default, and then no such rule.
+		role = typed[rbacv1.Role](t, find(t, helmTemplate(t), "Role", namespace, "tidal-autoscaler-leader-election"))
+		if slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return apiequality.Semantic.DeepEqual(r, want) }) {
+			t.Error("the Lease list/delete rule is rendered without autoscaler.sharding")
+		}
+	})
 	t.Run("adapter.watchNamespace", func(t *testing.T) {
 		objs := helmTemplate(t, "--set", "adapter.watchNamespace=team-a")
 		d := typed[appsv1.Deployment](t, find(t, objs, "Deployment", namespace, "tidal-adapter"))
