@@ -130,6 +130,7 @@ func (o *Options) Config() (*Config, error) {
 		Decision:   o.HPA.decisionConfig(),
 		SyncPeriod: o.HPA.SyncPeriod, Workers: int(o.HPA.ConcurrentSyncs),
 		Registerer: reg, Handover: ho, Namespace: o.Namespace,
+		StatusMetricsMinInterval: o.StatusMetricsMinInterval,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the controller: %w", err)

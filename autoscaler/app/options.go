@@ -39,6 +39,9 @@ type Options struct {
 	// Namespace restricts the autoscaler to one namespace's autoscalers,
 	// pods and workloads; empty: the whole cluster.
 	Namespace string
+	// StatusMetricsMinInterval bounds status writes whose only change is
+	// currentMetrics values to one per interval; 0: every change written.
+	StatusMetricsMinInterval time.Duration
 
 	HPA            HPAControllerOptions
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
@@ -142,6 +145,10 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 			"in that namespace is all the autoscaler needs (the chart's autoscaler.watchNamespace). Empty means every namespace.")
 
 	o.HPA.AddFlags(nfs.FlagSet("horizontal pod autoscaler"))
+	nfs.FlagSet("horizontal pod autoscaler").DurationVar(&o.StatusMetricsMinInterval, "status-metrics-min-interval", o.StatusMetricsMinInterval,
+		"Write a status whose only change is the values of status.currentMetrics at most once per this interval (tidal's; not a "+
+			"kube-controller-manager flag). Replicas, desired count and conditions are written at once. 0 writes every change, as "+
+			"kube-controller-manager does.")
 
 	fs = nfs.FlagSet("leader election")
 	options.BindLeaderElectionFlags(&o.LeaderElection, fs)
@@ -211,6 +218,9 @@ func (o *Options) Validate() []error {
 		}
 	}
 	errs = append(errs, o.HPA.Validate()...)
+	if o.StatusMetricsMinInterval < 0 {
+		errs = append(errs, fmt.Errorf("--status-metrics-min-interval must be 0 (every change written) or positive, got %s", o.StatusMetricsMinInterval))
+	}
 	le := o.LeaderElection
 	le.LeaderElect = le.LeaderElect || o.Sharding // sharding uses the same durations and namespace
 	errs = append(errs, validateLeaderElection(&le)...)

@@ -55,6 +55,8 @@ type clusterConfig struct {
 	// Namespace restricts every informer (autoscalers, pods, workloads)
 	// to one namespace; metav1.NamespaceAll: the whole cluster.
 	Namespace string
+	// StatusMetricsMinInterval is --status-metrics-min-interval.
+	StatusMetricsMinInterval time.Duration
 }
 
 // withProtobuf returns a copy of cfg that sends protobuf and accepts it
@@ -158,7 +160,7 @@ func newRunner(c clusterConfig) (*runner, error) {
 		Scales: scales, Mapper: mapper, PodClient: c.Client.CoreV1(),
 		Metrics:  metrics.NewRESTClient(resourceMetrics.MetricsV1beta1(), customMetrics, externalMetrics),
 		Decision: c.Decision, SyncPeriod: c.SyncPeriod, Monitor: mon,
-		Handover: c.Handover,
+		Handover: c.Handover, StatusMetricsMinInterval: c.StatusMetricsMinInterval,
 	}
 	return r, nil
 }
