@@ -28,7 +28,14 @@ type AutoscalerOptions struct {
 	// Name names the process and its log file; default "tidal-autoscaler".
 	// Replicas of one deployment need distinct names.
 	Name string
+	// Sharding runs it with --sharding and also grants the Role of
+	// manifests/components/sharding.
+	Sharding bool
 }
+
+// ShardingRBACFile is the sharding component's Role, applied with
+// AutoscalerOptions.Sharding.
+const ShardingRBACFile = "manifests/components/sharding/rbac.yaml"
 
 // Autoscaler is a running `tidal autoscaler`.
 type Autoscaler struct {
@@ -63,8 +70,15 @@ func (h *Harness) StartAutoscaler(ctx context.Context, o AutoscalerOptions) (*Au
 	if err := h.EnsureNamespace(ctx, a.Namespace); err != nil {
 		return nil, err
 	}
-	if err := h.grantAutoscalerRBAC(ctx, a); err != nil {
-		return nil, err
+	rbacFiles := []string{AutoscalerRBACFile}
+	if o.Sharding {
+		rbacFiles = append(rbacFiles, ShardingRBACFile)
+		o.Args = append(o.Args[:len(o.Args):len(o.Args)], "--sharding")
+	}
+	for _, f := range rbacFiles {
+		if err := h.grantAutoscalerRBAC(ctx, a, f); err != nil {
+			return nil, err
+		}
 	}
 	kubeconfig, _, err := h.Kubeconfig(ServiceAccountIdentity(a.Namespace, a.ServiceAccount))
 	if err != nil {
@@ -92,6 +106,9 @@ func (h *Harness) StartAutoscaler(ctx context.Context, o AutoscalerOptions) (*Au
 		if err := httpOK(ctx, probe, fmt.Sprintf("http://127.0.0.1:%d/readyz", a.HealthPort)); err != nil {
 			return err
 		}
+		if o.Sharding {
+			return nil // no leader: every replica runs its controller
+		}
 		lease, err := h.Client.CoordinationV1().Leases(a.Namespace).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -112,12 +129,12 @@ func (a *Autoscaler) MetricsURL(path string) string {
 	return fmt.Sprintf("https://127.0.0.1:%d%s", a.SecurePort, path)
 }
 
-func (h *Harness) grantAutoscalerRBAC(ctx context.Context, a *Autoscaler) error {
+func (h *Harness) grantAutoscalerRBAC(ctx context.Context, a *Autoscaler, rbacFile string) error {
 	root, err := RepoRoot()
 	if err != nil {
 		return err
 	}
-	file := filepath.Join(root, AutoscalerRBACFile)
+	file := filepath.Join(root, rbacFile)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err

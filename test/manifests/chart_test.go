@@ -243,17 +243,19 @@ func TestChartOptions(t *testing.T) {
 		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--sharding") || *d.Spec.Replicas != 3 {
 			t.Errorf("autoscaler args %q, replicas %d; want --sharding and 3", args, *d.Spec.Replicas)
 		}
-		// Each replica's own Lease has a name not known in advance: the
-		// Role lets it get, list, update and delete Leases there.
-		role := typed[rbacv1.Role](t, find(t, objs, "Role", namespace, "tidal-autoscaler-leader-election"))
-		want := rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "update", "delete"}}
-		if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return apiequality.Semantic.DeepEqual(r, want) }) {
-			t.Errorf("leader election Role rules %+v lack %+v", role.Rules, want)
+		// Each replica's own Lease has a name not known in advance: a Role
+		// lets it get, list, update and delete Leases there.
+		role := typed[rbacv1.Role](t, find(t, objs, "Role", namespace, "tidal-autoscaler-sharding"))
+		want := []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "update", "delete"}}}
+		if !apiequality.Semantic.DeepEqual(role.Rules, want) {
+			t.Errorf("sharding Role rules %+v, want %+v", role.Rules, want)
 		}
-		// Off by default, and then no such rule.
-		role = typed[rbacv1.Role](t, find(t, helmTemplate(t), "Role", namespace, "tidal-autoscaler-leader-election"))
-		if slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return apiequality.Semantic.DeepEqual(r, want) }) {
-			t.Error("the Lease list/delete rule is rendered without autoscaler.sharding")
+		find(t, objs, "RoleBinding", namespace, "tidal-autoscaler-sharding")
+		// Off by default, and then no such Role.
+		for _, o := range ofKind(helmTemplate(t), "Role") {
+			if o.GetName() == "tidal-autoscaler-sharding" {
+				t.Error("the sharding Role is rendered without autoscaler.sharding")
+			}
 		}
 	})
 	t.Run("adapter.watchNamespace", func(t *testing.T) {

@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,6 +84,15 @@ func TestKustomizeComponents(t *testing.T) {
 		exp.autoscaler = "native"
 		checkObjects(t, overlay(t, "native-mode"), exp)
 	})
+	t.Run("sharding", func(t *testing.T) {
+		objs := overlay(t, "sharding")
+		d := typed[appsv1.Deployment](t, find(t, objs, "Deployment", namespace, "tidal-autoscaler"))
+		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--sharding") || *d.Spec.Replicas != 3 {
+			t.Errorf("autoscaler args %q, replicas %d; want --sharding and 3", args, *d.Spec.Replicas)
+		}
+		find(t, objs, "Role", namespace, "tidal-autoscaler-sharding")
+		find(t, objs, "RoleBinding", namespace, "tidal-autoscaler-sharding")
+	})
 	t.Run("resource-metrics and existing-secret", func(t *testing.T) {
 		ca, err := harness.NewCA("tidal-test-ca")
 		if err != nil {
@@ -103,10 +113,12 @@ func TestKustomizeMatchesChart(t *testing.T) {
 	for _, tt := range []struct {
 		components []string
 		values     string
+		set        []string
 	}{
-		{[]string{"cert-manager"}, "cert-manager-values.yaml"},
-		{[]string{"native-mode", "cert-manager"}, "cert-manager-values.yaml"},
-		{[]string{"resource-metrics", "cert-manager"}, "cert-manager-values.yaml"},
+		{[]string{"cert-manager"}, "cert-manager-values.yaml", nil},
+		{[]string{"native-mode", "cert-manager"}, "cert-manager-values.yaml", nil},
+		{[]string{"sharding", "cert-manager"}, "cert-manager-values.yaml", []string{"autoscaler.sharding=true"}},
+		{[]string{"resource-metrics", "cert-manager"}, "cert-manager-values.yaml", nil},
 	} {
 		t.Run(strings.Join(tt.components, "+"), func(t *testing.T) {
 			var kust []string
@@ -116,6 +128,9 @@ func TestKustomizeMatchesChart(t *testing.T) {
 				}
 			}
 			args := []string{"-f", filepath.Join(chartDir(t), "ci", tt.values)}
+			for _, v := range tt.set {
+				args = append(args, "--set", v)
+			}
 			if slices.Contains(tt.components, "resource-metrics") {
 				args = append(args, "--set", "apiServices.resource=true")
 			}
