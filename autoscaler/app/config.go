@@ -85,6 +85,16 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("reading the hostname for the leader election identity: %w", err)
+	}
+	// The UUID keeps two processes on one host (or a restarted pod
+	// whose old lease has not expired) from sharing an identity.
+	identity := host + "_" + string(uuid.NewUUID())
+	// The identity in the user agent tells replicas apart in the API
+	// server's audit log (they share a service account).
+	kube.UserAgent += " (" + identity + ")"
 	kube.QPS, kube.Burst = o.KubeAPIQPS, int(o.KubeAPIBurst)
 	// Not rest.Config.Timeout, which would also end the informers'
 	// watches (it is the http.Client's, which counts reading the body).
@@ -105,11 +115,6 @@ func (o *Options) Config() (*Config, error) {
 	leClient, err := kubernetes.NewForConfig(leKube)
 	if err != nil {
 		return nil, fmt.Errorf("building the leader election client: %w", err)
-	}
-
-	host, err := os.Hostname()
-	if err != nil {
-		return nil, fmt.Errorf("reading the hostname for the leader election identity: %w", err)
 	}
 
 	// With leader election a new leader learns from the lease when the
@@ -148,14 +153,12 @@ func (o *Options) Config() (*Config, error) {
 		HPA:                  o.HPA,
 		LeaderElection:       o.LeaderElection,
 		Sharding:             o.Sharding,
-		// The UUID keeps two processes on one host (or a restarted pod
-		// whose old lease has not expired) from sharing an identity.
-		Identity:       host + "_" + string(uuid.NewUUID()),
-		HealthListener: ln,
-		Reconciler:     rec,
-		handover:       h,
-		Registry:       reg,
-		Profiling:      o.Profiling,
+		Identity:             identity,
+		HealthListener:       ln,
+		Reconciler:           rec,
+		handover:             h,
+		Registry:             reg,
+		Profiling:            o.Profiling,
 	}
 	if err := o.applyServing(cfg); err != nil {
 		ln.Close()
