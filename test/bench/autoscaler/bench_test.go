@@ -151,7 +151,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	auditDir := b.TempDir()
-	apiArgs, auditLog, err := auditArgs(auditDir)
+	apiArgs, auditLog, err := harness.AuditArgs(auditDir)
 	if err != nil {
 		b.Fatal(err)
 	}
