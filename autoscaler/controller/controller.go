@@ -221,7 +221,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	now := c.r.clock.Now()
 	due := c.cadence.started(key, now)
 	c.visits.visited(key, now)
-	deleted, err := c.r.reconcileKey(ctx, key)
+	// The autoscalers of a namespace that share its reads come due
+	// together: they share only the reads of this round.
+	deleted, err := c.r.reconcileKey(metrics.WithRound(ctx, due), key)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Reconciling an autoscaler failed", "key", key)
 	}

@@ -105,10 +105,10 @@ type customMetrics struct {
 	reads  *sharedReads
 }
 
-func (c customMetrics) PodsMetric(_ context.Context, metricName, namespace string, selector, metricSelector labels.Selector) (replicas.PodSamples, error) {
+func (c customMetrics) PodsMetric(ctx context.Context, metricName, namespace string, selector, metricSelector labels.Selector) (replicas.PodSamples, error) {
 	pods := schema.GroupKind{Kind: "Pod"}
 	key := requestKey("pods", namespace, metricName, selector.String(), metricSelector.String())
-	v, err := c.reads.read(namespace, key, func() (any, error) {
+	v, err := c.reads.read(ctx, namespace, key, func() (any, error) {
 		return c.client.NamespacedMetrics(namespace).GetForObjects(pods, selector, metricName, metricSelector)
 	})
 	if err != nil {
@@ -129,7 +129,7 @@ func (c customMetrics) PodsMetric(_ context.Context, metricName, namespace strin
 	return out, nil
 }
 
-func (c customMetrics) ObjectMetric(_ context.Context, metricName, namespace string, ref *autoscalingv2.CrossVersionObjectReference, metricSelector labels.Selector) (int64, error) {
+func (c customMetrics) ObjectMetric(ctx context.Context, metricName, namespace string, ref *autoscalingv2.CrossVersionObjectReference, metricSelector labels.Selector) (int64, error) {
 	gk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).GroupKind()
 	// A Namespace metric is root-scoped and always about the autoscaler's
 	// own namespace, whatever ref names.
@@ -140,7 +140,7 @@ func (c customMetrics) ObjectMetric(_ context.Context, metricName, namespace str
 	}
 	// The version of ref is not part of the request.
 	key := requestKey("object", scope, namespace, gk.Group, gk.Kind, name, metricName, metricSelector.String())
-	v, err := c.reads.read(namespace, key, func() (any, error) {
+	v, err := c.reads.read(ctx, namespace, key, func() (any, error) {
 		if rootScoped {
 			return c.client.RootScopedMetrics().GetForObject(gk, name, metricName, metricSelector)
 		}
@@ -157,9 +157,9 @@ type externalMetrics struct {
 	reads  *sharedReads
 }
 
-func (c externalMetrics) ExternalMetric(_ context.Context, metricName, namespace string, selector labels.Selector) ([]int64, error) {
+func (c externalMetrics) ExternalMetric(ctx context.Context, metricName, namespace string, selector labels.Selector) ([]int64, error) {
 	key := requestKey("external", namespace, metricName, selector.String())
-	v, err := c.reads.read(namespace, key, func() (any, error) {
+	v, err := c.reads.read(ctx, namespace, key, func() (any, error) {
 		return c.client.NamespacedMetrics(namespace).List(metricName, selector)
 	})
 	if err != nil {

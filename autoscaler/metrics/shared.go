@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +22,10 @@ import (
 //
 // Like the PodMetrics list, it applies only where several autoscalers
 // use the namespace (shared): an autoscaler alone in its namespace reads
-// for itself every time, as upstream does.
+// for itself every time, as upstream does. And only within one sync round
+// (WithRound): the autoscalers of a namespace come due together, and none
+// ever gets an answer read for its previous round, however close two of
+// its reconciles come (a short sync period, a queue catching up).
 type sharedReads struct {
 	clock clock.PassiveClock
 	// shared reports whether several autoscalers use the namespace; nil:
@@ -56,12 +61,31 @@ func requestKey(parts ...string) string {
 	return strings.Join(parts, "\x00")
 }
 
-// read returns the answer to the request named key in namespace: a
-// stored one at most podMetricsMaxAge old, or read's, which is stored.
-func (s *sharedReads) read(namespace, key string, read func() (any, error)) (any, error) {
+type roundKey struct{}
+
+// WithRound says that the reads made with ctx belong to the sync round due
+// at due (the time the reconcile was due): only reads of the same round
+// share an answer. Without it, reads share within the max age alone.
+func WithRound(ctx context.Context, due time.Time) context.Context {
+	return context.WithValue(ctx, roundKey{}, due)
+}
+
+// roundOf is the round ctx names, "" when none.
+func roundOf(ctx context.Context) string {
+	if due, ok := ctx.Value(roundKey{}).(time.Time); ok {
+		return strconv.FormatInt(due.UnixNano(), 10)
+	}
+	return ""
+}
+
+// read returns the answer to the request named key in namespace, in the
+// round of ctx: a stored one at most podMetricsMaxAge old, or read's,
+// which is stored.
+func (s *sharedReads) read(ctx context.Context, namespace, key string, read func() (any, error)) (any, error) {
 	if s == nil || s.shared == nil || !s.shared(namespace) {
 		return read()
 	}
+	key = requestKey(roundOf(ctx), key)
 	if a, ok := s.fresh(key); ok {
 		return a.value, a.err
 	}

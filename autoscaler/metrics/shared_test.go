@@ -287,11 +287,48 @@ func TestSharedReadsForgetStale(t *testing.T) {
 	s := newSharedReads(clk)
 	s.shared = func(string) bool { return true }
 	for i := range 3 {
-		_, _ = s.read(ns, fmt.Sprint(i), func() (any, error) { return i, nil })
+		_, _ = s.read(context.Background(), ns, fmt.Sprint(i), func() (any, error) { return i, nil })
 	}
 	clk.SetTime(now.Add(podMetricsMaxAge))
-	_, _ = s.read(ns, "new", func() (any, error) { return 0, nil })
+	_, _ = s.read(context.Background(), ns, "new", func() (any, error) { return 0, nil })
 	if len(s.answers) != 1 {
 		t.Errorf("%d answers kept, want 1 (the new one)", len(s.answers))
+	}
+}
+
+// TestSharedReadsRounds: only reads of one sync round share an answer, so
+// an autoscaler whose next round comes within the max age (a short sync
+// period, a queue catching up) never gets the answer of its previous one.
+func TestSharedReadsRounds(t *testing.T) {
+	f := newCountingMetrics()
+	clk := testingclock.NewFakePassiveClock(now)
+	c := newRESTClient(nil, f, f.external(), clk)
+	c.ShareNamespaceLists(func(string) bool { return true })
+	round1, round2 := WithRound(context.Background(), now), WithRound(context.Background(), now.Add(time.Second))
+	queue := func(ctx context.Context) string {
+		v, err := c.ExternalMetric(ctx, "queue", ns, sel("queue=jobs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(v)
+	}
+	steps := []struct {
+		name      string
+		ctx       context.Context
+		at        time.Duration
+		wantCalls int
+	}{
+		{"round 1, first autoscaler", round1, 0, 1},
+		{"round 1, second autoscaler", round1, 100 * time.Millisecond, 1},
+		{"round 2 within the max age: its own request", round2, time.Second, 2},
+		{"round 2, another autoscaler", round2, time.Second + 100*time.Millisecond, 2},
+		{"round 1 late, within the max age: round 1's answer", round1, 1500 * time.Millisecond, 2},
+	}
+	for _, st := range steps {
+		clk.SetTime(now.Add(st.at))
+		queue(st.ctx)
+		if n := f.total(); n != st.wantCalls {
+			t.Errorf("%s: %d requests in all, want %d", st.name, n, st.wantCalls)
+		}
 	}
 }
