@@ -284,7 +284,7 @@ func kcmArgs(cfg config) []string {
 
 // fastClient is the admin client without a client-side rate limit, for
 // creating the workload.
-func fastClient(b *testing.B, h *harness.Harness) kubernetes.Interface {
+func fastClient(b testing.TB, h *harness.Harness) kubernetes.Interface {
 	cfg := *h.Admin
 	cfg.QPS, cfg.Burst = 1000, 2000
 	c, err := kubernetes.NewForConfig(&cfg)
