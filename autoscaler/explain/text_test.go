@@ -14,7 +14,7 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 )
 
-// webText is the fixture explained; also the README's sample.
+// webText is the fixture explained; also docs/crd.md's sample (TestDocSample).
 const webText = `HorizontalAutoscaler shop/web
 Target:    Deployment/web, 2 to 20 replicas
 Replicas:  current 5, desired 9

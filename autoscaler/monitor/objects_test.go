@@ -190,7 +190,7 @@ tidal_autoscaler_hpa_status_desired_replicas{hpa_name="api",namespace="other"} 1
 	}
 }
 
-// TestObserveAutoscalerSeriesPerObject is the cardinality the README
+// TestObserveAutoscalerSeriesPerObject is the cardinality docs/operations.md
 // states: 4 + 1 (last scale time) + one per target and per current value
 // + 3 per condition, plus the scale event counters.
 func TestObserveAutoscalerSeriesPerObject(t *testing.T) {

@@ -19,7 +19,7 @@ var failure = regexp.MustCompile(`"command failed" err="([^"]*)"`)
 // flag's value, tidal refuses it with the same message. (Where
 // kube-controller-manager accepts one, tidal means the same by it, which
 // the profiles compare; the exceptions, a sync period of zero or less and
-// negative values, are listed in the README.)
+// negative values, are listed in docs/autoscaling.md.)
 func TestRefusedFlagsAsUpstream(t *testing.T) {
 	p := baseProfile
 	if p.skip != "" {

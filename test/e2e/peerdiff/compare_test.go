@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// The differences the README's "Compatibility with prometheus-adapter"
+// The differences docs/compatibility.md's "Compatibility with prometheus-adapter"
 // section lists, by the name of its bullet. Every difference between the
 // two servers' answers must be one of them.
 const (

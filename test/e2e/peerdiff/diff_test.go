@@ -16,7 +16,7 @@ import (
 
 // TestSameAnswersAsPrometheusAdapter asks both servers every request the
 // HPA controller and kubectl make of the three APIs, for every metric
-// either one discovers, and fails on each difference the README does not
+// either one discovers, and fails on each difference docs/compatibility.md does not
 // list. It logs how many of each listed difference it saw.
 func TestSameAnswersAsPrometheusAdapter(t *testing.T) {
 	h := need(t)
@@ -82,7 +82,7 @@ func TestSameAnswersAsPrometheusAdapter(t *testing.T) {
 		}
 	}
 	for _, u := range unlisted {
-		t.Errorf("a difference the README does not list: %s", u)
+		t.Errorf("a difference docs/compatibility.md does not list: %s", u)
 	}
 	// The check must have compared something of each kind.
 	for _, r := range []string{ruleEmptyList, rulePrecision, ruleNaN, rulePause, ruleUnanswerable} {

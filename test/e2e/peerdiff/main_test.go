@@ -2,7 +2,7 @@
 // side on one rule file (prometheus-adapter's legacy default rules, with
 // the external rules of its sample configuration), one Prometheus and one
 // cluster, asks both the same requests and fails on any difference in their
-// answers that the README's compatibility section does not list.
+// answers that docs/compatibility.md does not list.
 //
 // Both servers are asked directly on their ports, one right after the
 // other, as the HPA controller's identity: the aggregator only proxies, and
