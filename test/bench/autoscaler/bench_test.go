@@ -14,6 +14,10 @@
 //   - Phase kcm: the HPA-only kube-controller-manager reconciles one native
 //     HPA per Deployment, with its client limit raised (KCM_QPS) so that it
 //     can do the same work; with its default 20 QPS it cannot.
+//   - Phase tidal-sharded: SHARDS replicas of `tidal autoscaler --sharding`
+//     (otherwise the tidal phase's flags, default lease timings) split the
+//     same HorizontalAutoscalers; measured as the tidal phase, each
+//     replica's CPU, RSS and reconciliations counter apart and summed.
 //
 // Each phase waits until every object has a status, lets one more period
 // pass, then measures PERIODS sync periods of 15 s: the controller's CPU
@@ -31,8 +35,9 @@
 // (5), TIDAL_BENCH_NAMESPACES (10), TIDAL_BENCH_PERIODS (3),
 // TIDAL_BENCH_KCM_QPS (200), TIDAL_BENCH_PHASES ("tidal,kcm"; also
 // "baseline": TIDAL_BENCH_BASELINE, another tidal binary, run the same
-// way, for before/after ratios from one run; a phase named twice reports
-// its mean, so "tidal,baseline,baseline,tidal" evens out the order),
+// way, for before/after ratios from one run; and "tidal-sharded"; a phase
+// named twice reports its mean, so "tidal,baseline,baseline,tidal" evens
+// out the order), TIDAL_BENCH_SHARDS (3, the replicas of tidal-sharded),
 // TIDAL_BENCH_USAGE ("moving"; "steady": every pod at 50m throughout, so
 // statuses stop changing after the first reconcile; tidal runs with leader
 // election, so it writes no history refresh either),
@@ -51,6 +56,7 @@ package autoscaler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -74,6 +80,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/autoscaler/shard"
 	"github.com/tidal-autoscaler/tidal/test/bench/samples"
 	"github.com/tidal-autoscaler/tidal/test/harness"
 	"github.com/tidal-autoscaler/tidal/test/metricsserver"
@@ -115,8 +122,10 @@ func envInt(name string, def int) int {
 // config is the benchmark's size.
 type config struct {
 	autoscalers, pods, namespaces, periods, kcmQPS int
-	phases                                         []string
-	steady                                         bool
+	// shards is the number of replicas of the tidal-sharded phase.
+	shards int
+	phases []string
+	steady bool
 }
 
 func configFromEnv() config {
@@ -126,6 +135,7 @@ func configFromEnv() config {
 		namespaces:  envInt("TIDAL_BENCH_NAMESPACES", 10),
 		periods:     envInt("TIDAL_BENCH_PERIODS", 3),
 		kcmQPS:      envInt("TIDAL_BENCH_KCM_QPS", 200),
+		shards:      envInt("TIDAL_BENCH_SHARDS", 3),
 		phases:      []string{"tidal", "kcm"},
 	}
 	c.steady = os.Getenv("TIDAL_BENCH_USAGE") == "steady"
@@ -189,14 +199,16 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		var r phaseResult
 		switch phase {
 		case "tidal":
-			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog)
+			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, 0)
+		case "tidal-sharded":
+			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, cfg.shards)
 		case "baseline":
 			base := os.Getenv("TIDAL_BENCH_BASELINE")
 			if base == "" {
 				err = fmt.Errorf("phase baseline needs TIDAL_BENCH_BASELINE, a tidal binary")
 				break
 			}
-			r, err = runTidal(ctx, b, h, base, cfg, targets, auditLog)
+			r, err = runTidal(ctx, b, h, base, cfg, targets, auditLog, 0)
 		case "kcm":
 			r, err = runKCM(ctx, b, h, admin, cfg, targets, auditLog)
 		default:
@@ -207,6 +219,9 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		}
 		b.Logf("%s per period: %.2f CPU-s (system %.2f), RSS %.0f MiB, %.0f reconciles, %.0f requests; kube-apiserver %.2f CPU-s, etcd %.2f CPU-s; requests over the %d periods: %s; desired replicas %v",
 			phase, r.cpuPerPeriod, r.systemPerPeriod, r.rssMiB, r.reconcilesPerPeriod, float64(r.requests.Total)/float64(cfg.periods), r.apiserverPerPeriod, r.etcdPerPeriod, cfg.periods, r.requests, r.desired)
+		if r.sharded() {
+			b.Logf("%s: %s", phase, r.replicaSummary())
+		}
 		if phase == "kcm" {
 			b.Logf("kcm: %d of %d HPAs read their target's /scale in the window; longest time between two reads of one: %s", r.visited, cfg.autoscalers, r.longestGap.Round(time.Millisecond))
 		}
@@ -228,6 +243,16 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		b.ReportMetric(r.reconcilesPerPeriod, phase+"-reconciles/period")
 		if phase != "kcm" {
 			b.ReportMetric(r.maxQueueDepth, phase+"-max-queue-depth")
+		}
+		if r.sharded() {
+			b.ReportMetric(r.cpuPerReplica(), phase+"-cpu-s/period/replica")
+		}
+	}
+	if s, t := results["tidal-sharded"], results["tidal"]; s.cpuPerPeriod > 0 && t.cpuPerPeriod > 0 {
+		b.ReportMetric(s.cpuPerReplica()/t.cpuPerPeriod, "sharded-cpu-per-replica-ratio")
+		b.ReportMetric(s.cpuPerPeriod/t.cpuPerPeriod, "sharded-total-cpu-ratio")
+		if !maps2Equal(s.desired, t.desired) {
+			b.Errorf("decisions differ: tidal-sharded desired replicas %v, tidal %v", s.desired, t.desired)
 		}
 	}
 	if t, base := results["tidal"], results["baseline"]; t.cpuPerPeriod > 0 && base.cpuPerPeriod > 0 {
@@ -260,6 +285,26 @@ func recordPhase(b *testing.B, cfg config, phase string, round int, r phaseResul
 			samples.Sample{Metric: "objects-visited", Value: float64(r.visited), Unit: "objects"})
 	} else {
 		figures = append(figures, samples.Sample{Metric: "max-queue-depth", Value: r.maxQueueDepth, Unit: "items"})
+	}
+	if r.sharded() {
+		// cpu-per-period, reconciles-per-period and rss above are the
+		// replicas' sums; per replica: the mean, and each replica's own
+		// (numbered in start order; which objects a replica gets depends
+		// on its random identity, so replica-1 of two rounds are not the
+		// same share).
+		figures = append(figures,
+			samples.Sample{Metric: "replicas", Value: float64(len(r.replicas)), Unit: "processes"},
+			samples.Sample{Metric: "cpu-per-period-per-replica", Value: r.cpuPerReplica(), Unit: "CPU-s"},
+			samples.Sample{Metric: "rss-per-replica", Value: r.rssMiB / float64(len(r.replicas)), Unit: "MiB"},
+			samples.Sample{Metric: "max-replica-cpu-per-period", Value: r.maxReplica(func(x replicaResult) float64 { return x.cpuPerPeriod }), Unit: "CPU-s"},
+			samples.Sample{Metric: "max-replica-reconciles-per-period", Value: r.maxReplica(func(x replicaResult) float64 { return x.reconcilesPerPeriod }), Unit: "objects"})
+		for i, x := range r.replicas {
+			n := fmt.Sprintf("replica-%d-", i+1)
+			figures = append(figures,
+				samples.Sample{Metric: n + "cpu-per-period", Value: x.cpuPerPeriod, Unit: "CPU-s"},
+				samples.Sample{Metric: n + "reconciles-per-period", Value: x.reconcilesPerPeriod, Unit: "objects"},
+				samples.Sample{Metric: n + "rss", Value: x.rssMiB, Unit: "MiB"})
+		}
 	}
 	for _, f := range figures {
 		f.Row, f.Side, f.Round = "fleet", phase, round
@@ -418,6 +463,44 @@ type phaseResult struct {
 	// (kcm only: it reads /scale once per reconcile).
 	longestGap time.Duration
 	visited    int
+	// replicas are each process's own figures, in start order, when the
+	// phase ran several (tidal-sharded); cpuPerPeriod, systemPerPeriod,
+	// reconcilesPerPeriod and rssMiB are then their sums.
+	replicas []replicaResult
+}
+
+// replicaResult is one replica's figures per period.
+type replicaResult struct {
+	cpuPerPeriod, reconcilesPerPeriod, rssMiB float64
+}
+
+func (r phaseResult) sharded() bool { return len(r.replicas) > 1 }
+
+// cpuPerReplica is the mean CPU per period of one replica.
+func (r phaseResult) cpuPerReplica() float64 {
+	if len(r.replicas) == 0 {
+		return r.cpuPerPeriod
+	}
+	return r.cpuPerPeriod / float64(len(r.replicas))
+}
+
+// maxReplica is the largest of one figure over the replicas.
+func (r phaseResult) maxReplica(f func(replicaResult) float64) float64 {
+	var m float64
+	for _, x := range r.replicas {
+		m = max(m, f(x))
+	}
+	return m
+}
+
+// replicaSummary describes each replica's share of the work.
+func (r phaseResult) replicaSummary() string {
+	parts := make([]string, 0, len(r.replicas))
+	for i, x := range r.replicas {
+		parts = append(parts, fmt.Sprintf("replica %d: %.2f CPU-s, %.0f reconciles, RSS %.0f MiB", i+1, x.cpuPerPeriod, x.reconcilesPerPeriod, x.rssMiB))
+	}
+	return fmt.Sprintf("%d replicas, per period %.2f CPU-s per replica (%.2f in all): %s",
+		len(r.replicas), r.cpuPerReplica(), r.cpuPerPeriod, strings.Join(parts, "; "))
 }
 
 // meanResult averages the per-period figures of runs of one phase; the
@@ -435,6 +518,16 @@ func meanResult(rs []phaseResult) phaseResult {
 	}
 	n := float64(len(rs))
 	r.cpuPerPeriod, r.systemPerPeriod, r.rssMiB, r.reconcilesPerPeriod = cpu/n, sys/n, rss/n, rec/n
+	// Replicas by start order (runs of one phase start as many).
+	reps := make([]replicaResult, len(r.replicas))
+	for _, x := range rs {
+		for i := range min(len(reps), len(x.replicas)) {
+			reps[i].cpuPerPeriod += x.replicas[i].cpuPerPeriod / n
+			reps[i].reconcilesPerPeriod += x.replicas[i].reconcilesPerPeriod / n
+			reps[i].rssMiB += x.replicas[i].rssMiB / n
+		}
+	}
+	r.replicas = reps
 	return r
 }
 
@@ -450,12 +543,21 @@ func maps2Equal(a, b map[int32]int) bool {
 	return true
 }
 
+// proc is one measured controller process: its pid and its reconciles
+// counter (nil: none).
+type proc struct {
+	pid     int
+	counter func(context.Context) (float64, error)
+}
+
 // measure waits until statuses reports every object has a status, lets one
-// more period pass, then measures periods sync periods of the process pid.
-// Reconciles are counter's increase over the window; without a counter,
-// the PodMetrics lists (one per reconcile of a one-metric HPA upstream).
-func measure(ctx context.Context, b *testing.B, cfg config, pid int, users []string, auditLog string,
-	statuses func(context.Context) (map[int32]int, int, error), counter, depth func(context.Context) (float64, error),
+// more period pass, then measures periods sync periods of the processes
+// procs (one, or the replicas of a sharded controller: each one's figures
+// apart and their sums). Reconciles are the counters' increase over the
+// window; without a counter, the PodMetrics lists (one per reconcile of a
+// one-metric HPA upstream).
+func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users []string, auditLog string,
+	statuses func(context.Context) (map[int32]int, int, error), depth func(context.Context) (float64, error),
 ) (phaseResult, error) {
 	var r phaseResult
 	deadline := time.Now().Add(10 * time.Minute)
@@ -473,22 +575,33 @@ func measure(ctx context.Context, b *testing.B, cfg config, pid int, users []str
 		time.Sleep(2 * time.Second)
 	}
 	time.Sleep(syncPeriod)
-	count := func() (float64, error) {
-		if counter == nil {
-			return 0, nil
+	hasCounter := false
+	for _, p := range procs {
+		hasCounter = hasCounter || p.counter != nil
+	}
+	// sample reads every process's CPU times and counter.
+	type sample struct{ user, sys, n float64 }
+	read := func() ([]sample, error) {
+		out := make([]sample, len(procs))
+		for i, p := range procs {
+			var err error
+			if out[i].user, out[i].sys, err = harness.CPUTimes(p.pid); err != nil {
+				return nil, err
+			}
+			if p.counter != nil {
+				if out[i].n, err = p.counter(ctx); err != nil {
+					return nil, err
+				}
+			}
 		}
-		return counter(ctx)
+		return out, nil
 	}
 	from := time.Now()
-	user0, sys0, err := harness.CPUTimes(pid)
+	s0, err := read()
 	if err != nil {
 		return r, err
 	}
 	api0, etcd0 := cpuOf("kube-apiserver"), cpuOf("etcd")
-	n0, err := count()
-	if err != nil {
-		return r, err
-	}
 	// Sample the queue depth every 3 s (a scrape costs the controller CPU
 	// too): items waiting for a worker, not for their next period, mean
 	// reconciles fall behind.
@@ -501,35 +614,45 @@ func measure(ctx context.Context, b *testing.B, cfg config, pid int, users []str
 		}
 	}
 	to := time.Now()
-	user1, sys1, err := harness.CPUTimes(pid)
+	s1, err := read()
 	if err != nil {
 		return r, err
 	}
 	r.apiserverPerPeriod = (cpuOf("kube-apiserver") - api0) / float64(cfg.periods)
 	r.etcdPerPeriod = (cpuOf("etcd") - etcd0) / float64(cfg.periods)
 	r.from, r.to = from, to
-	n1, err := count()
-	if err != nil {
-		return r, err
+	periods := float64(cfg.periods)
+	var n, cpu, sys float64
+	for i, p := range procs {
+		x := replicaResult{
+			cpuPerPeriod:        (s1[i].user - s0[i].user + s1[i].sys - s0[i].sys) / periods,
+			reconcilesPerPeriod: (s1[i].n - s0[i].n) / periods,
+		}
+		if kib, err := harness.StatusKiB(p.pid, "VmRSS"); err == nil {
+			x.rssMiB = kib / 1024
+		}
+		n += s1[i].n - s0[i].n
+		cpu += x.cpuPerPeriod
+		sys += (s1[i].sys - s0[i].sys) / periods
+		r.rssMiB += x.rssMiB
+		r.replicas = append(r.replicas, x)
 	}
-	n := n1 - n0
-	if kib, err := harness.StatusKiB(pid, "VmRSS"); err == nil {
-		r.rssMiB = kib / 1024
+	if len(procs) == 1 {
+		r.replicas = nil
 	}
 	// The audit log is written in batches of at most 1 s.
 	time.Sleep(3 * time.Second)
 	if r.requests, err = countRequests(auditLog, users, from, to); err != nil {
 		return r, err
 	}
-	if counter == nil {
+	if !hasCounter {
 		n = float64(r.requests.ByKind["list pods.metrics.k8s.io"])
 	}
 	if r.desired, _, err = statuses(ctx); err != nil {
 		return r, err
 	}
-	r.cpuPerPeriod = (user1 - user0 + sys1 - sys0) / float64(cfg.periods)
-	r.systemPerPeriod = (sys1 - sys0) / float64(cfg.periods)
-	r.reconcilesPerPeriod = n / float64(cfg.periods)
+	r.cpuPerPeriod, r.systemPerPeriod = cpu, sys
+	r.reconcilesPerPeriod = n / periods
 	return r, nil
 }
 
@@ -547,7 +670,10 @@ func cpuOf(name string) float64 {
 	return v
 }
 
-func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string, cfg config, targets []target, auditLog string) (phaseResult, error) {
+// runTidal runs the tidal phases: one `tidal autoscaler` with leader
+// election (shards 0), or shards replicas with --sharding, each named
+// tidal-sharded-N (the profile, if asked for, is then the first's).
+func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string, cfg config, targets []target, auditLog string, shards int) (phaseResult, error) {
 	root, err := harness.RepoRoot()
 	if err != nil {
 		return phaseResult{}, err
@@ -560,11 +686,28 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 	if profile != "" {
 		args = append(args, "--profiling")
 	}
-	a, err := h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: bin, Args: args})
-	if err != nil {
-		return phaseResult{}, err
+	var replicas []*harness.Autoscaler
+	stop := func() {
+		for _, a := range replicas {
+			_ = a.Process.Stop(10 * time.Second)
+		}
 	}
-	defer a.Process.Stop(10 * time.Second)
+	defer stop()
+	if shards == 0 {
+		a, err := h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: bin, Args: args})
+		if err != nil {
+			return phaseResult{}, err
+		}
+		replicas = append(replicas, a)
+	}
+	for i := range shards {
+		a, err := h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: bin, Args: args, Name: fmt.Sprintf("tidal-sharded-%d", i+1), Sharding: true})
+		if err != nil {
+			return phaseResult{}, err
+		}
+		replicas = append(replicas, a)
+	}
+	a := replicas[0]
 	// /metrics and /debug/pprof/ are on the secure port, authorized by
 	// the cluster: the admin's client certificate.
 	scraper, err := adminClient(h)
@@ -609,11 +752,35 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 		}
 		return desired, with, nil
 	}
+	// The largest replica's queue.
 	depth := func(ctx context.Context) (float64, error) {
-		return scrapeCounter(ctx, scraper, a.MetricsURL("/metrics"), "workqueue_depth")
+		var d float64
+		for _, a := range replicas {
+			v, err := scrapeCounter(ctx, scraper, a.MetricsURL("/metrics"), "workqueue_depth")
+			if err != nil {
+				return 0, err
+			}
+			d = max(d, v)
+		}
+		return d, nil
+	}
+	reconciles := func(a *harness.Autoscaler) func(context.Context) (float64, error) {
+		return func(ctx context.Context) (float64, error) {
+			n, err := scrapeCounter(ctx, scraper, a.MetricsURL("/metrics"), "tidal_autoscaler_reconciliations_total")
+			if shards > 0 && errors.Is(err, errNoSeries) {
+				// A replica whose share is empty (a handful of objects,
+				// the smoke run's) has reconciled nothing.
+				return 0, nil
+			}
+			return n, err
+		}
+	}
+	procs := make([]proc, len(replicas))
+	for i, a := range replicas {
+		procs[i] = proc{pid: a.Process.PID(), counter: reconciles(a)}
 	}
 	profiled := false
-	counter := func(ctx context.Context) (float64, error) {
+	procs[0].counter = func(ctx context.Context) (float64, error) {
 		if profile != "" && !profiled {
 			// Called at the start of the window: profile all of it (one
 			// period alone holds too few samples to tell small costs apart).
@@ -629,11 +796,27 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 				}
 			}()
 		}
-		return scrapeCounter(ctx, scraper, a.MetricsURL("/metrics"), "tidal_autoscaler_reconciliations_total")
+		return reconciles(a)(ctx)
 	}
-	r, err := measure(ctx, b, cfg, a.Process.PID(), []string{tidalUser}, auditLog, statuses, counter, depth)
+	r, err := measure(ctx, b, cfg, procs, []string{tidalUser}, auditLog, statuses, depth)
 	if err != nil {
 		return r, err
+	}
+	if shards > 0 {
+		// A replica deletes its Lease when it stops cleanly; one left
+		// behind would hold its share away from the next sharded phase's
+		// replicas until it expired.
+		stop()
+		leases := h.Client.CoordinationV1().Leases(a.Namespace)
+		if err := harness.WaitReady(ctx, nil, "the replicas' shard Leases deleted", time.Minute, func(ctx context.Context) error {
+			l, err := leases.List(ctx, metav1.ListOptions{LabelSelector: shard.GroupLabel})
+			if err == nil && len(l.Items) > 0 {
+				err = fmt.Errorf("%d left, %s first", len(l.Items), l.Items[0].Name)
+			}
+			return err
+		}); err != nil {
+			return r, err
+		}
 	}
 	// The next tidal phase (baseline) starts from no autoscalers again.
 	for ns := range cfg.namespaces {
@@ -696,7 +879,7 @@ func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kuberne
 			return 0, nil
 		}
 	}
-	r, err := measure(ctx, b, cfg, pid, []string{kcmUser}, auditLog, statuses, counter, nil)
+	r, err := measure(ctx, b, cfg, []proc{{pid: pid, counter: counter}}, []string{kcmUser}, auditLog, statuses, nil)
 	if err != nil {
 		return r, err
 	}
@@ -776,10 +959,14 @@ func scrapeCounter(ctx context.Context, client *http.Client, url, name string) (
 		found = true
 	}
 	if !found {
-		return 0, fmt.Errorf("%s has no %s", url, name)
+		return 0, fmt.Errorf("%s has no %s: %w", url, name, errNoSeries)
 	}
 	return sum, nil
 }
+
+// errNoSeries is scrapeCounter's error for a counter with no series yet:
+// a vector's series appear with their first increment.
+var errNoSeries = errors.New("no series")
 
 // adminClient presents the harness admin's client certificate to the
 // autoscaler's secure port, whose serving certificate is self-signed.
