@@ -96,12 +96,15 @@ const (
 
 // syncPeriod is both controllers' sync period: 15 s, their default, unless
 // TIDAL_BENCH_SYNC_PERIOD says otherwise (the smoke run's short one).
-var syncPeriod = func() time.Duration {
-	if d, err := time.ParseDuration(os.Getenv("TIDAL_BENCH_SYNC_PERIOD")); err == nil && d > 0 {
+var syncPeriod = envDuration("TIDAL_BENCH_SYNC_PERIOD", 15*time.Second)
+
+// envDuration reads a duration knob.
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
 		return d
 	}
-	return 15 * time.Second
-}()
+	return def
+}
 
 // syncPeriodArgs set the sync period on either controller when it is not
 // the default.
