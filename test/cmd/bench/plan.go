@@ -37,10 +37,12 @@ type sizes struct {
 	discSmall, discLarge [2]int
 	// fleet: autoscalers per row, pods per Deployment, namespaces,
 	// periods, sync period.
-	fleet1k, fleet3k, fleet10k   int
-	fleetPods, fleetNS, periods  int
-	syncPeriod                   time.Duration
-	kcmQPS                       int
+	fleet1k, fleet3k, fleet10k  int
+	fleetPods, fleetNS, periods int
+	syncPeriod                  time.Duration
+	kcmQPS                      int
+	// shards is the replicas of the sharded fleet row.
+	shards                       int
 	adapterTimeout, fleetTimeout time.Duration
 	// closed loop: replicas before and after the load step, the rule's
 	// rate window (the sync period is syncPeriod's).
@@ -54,7 +56,7 @@ func fullSizes() sizes {
 		pods: 100, clients: 32, requests: 5000, duration: 30 * time.Second,
 		discSmall: [2]int{1000, 100}, discLarge: [2]int{10000, 100},
 		fleet1k: 1000, fleet3k: 3000, fleet10k: 10000, fleetPods: 5, fleetNS: 10, periods: 3,
-		syncPeriod: 15 * time.Second, kcmQPS: 200,
+		syncPeriod: 15 * time.Second, kcmQPS: 200, shards: 3,
 		adapterTimeout: 90 * time.Minute, fleetTimeout: 180 * time.Minute,
 		loopFrom: 3, loopTo: 6, rateWindow: time.Minute, loopTimeout: 60 * time.Minute,
 	}
@@ -70,7 +72,7 @@ func smokeSizes() sizes {
 		pods: 3, clients: 2, requests: 300, duration: 5 * time.Second,
 		discSmall: [2]int{10, 5}, discLarge: [2]int{20, 5},
 		fleet1k: 3, fleet3k: 3, fleet10k: 3, fleetPods: 1, fleetNS: 1, periods: 2,
-		syncPeriod: 3 * time.Second, kcmQPS: 200,
+		syncPeriod: 3 * time.Second, kcmQPS: 200, shards: 3,
 		adapterTimeout: 6 * time.Minute, fleetTimeout: 6 * time.Minute,
 		loopFrom: 1, loopTo: 2, rateWindow: 5 * time.Second, loopTimeout: 6 * time.Minute,
 	}
@@ -108,14 +110,29 @@ func newPlan(sz sizes, rounds int, peer, noop string) plan {
 		for range rounds {
 			phases = append(phases, sides...)
 		}
-		p.add(job{id: id, pkg: "./test/bench/autoscaler", bench: "^BenchmarkReconcileFleet$", env: map[string]string{
+		env := map[string]string{
 			"TIDAL_BENCH_AUTOSCALERS": strconv.Itoa(autoscalers), "TIDAL_BENCH_PODS": strconv.Itoa(sz.fleetPods),
 			"TIDAL_BENCH_NAMESPACES": strconv.Itoa(sz.fleetNS), "TIDAL_BENCH_PERIODS": strconv.Itoa(sz.periods),
 			"TIDAL_BENCH_SYNC_PERIOD": sz.syncPeriod.String(), "TIDAL_BENCH_KCM_QPS": strconv.Itoa(sz.kcmQPS),
 			"TIDAL_BENCH_USAGE": usage, "TIDAL_BENCH_PHASES": strings.Join(phases, ","),
-		}, timeout: sz.fleetTimeout})
+		}
+		if slices.Contains(sides, sharded) {
+			env["TIDAL_BENCH_SHARDS"] = strconv.Itoa(sz.shards)
+		}
+		p.add(job{id: id, pkg: "./test/bench/autoscaler", bench: "^BenchmarkReconcileFleet$", env: env, timeout: sz.fleetTimeout})
 	}
-	fleet("fleet-1k-moving", sz.fleet1k, "moving", "tidal", "kcm")
+	// The sharded row's replicas beside one replica, usage moving. At the
+	// smoke sizes every moving row has the same autoscalers, so the
+	// sharded phase joins their job (one job, one more phase) instead of
+	// starting a harness of its own.
+	moving := []string{"tidal", "kcm"}
+	if sz.fleet1k == sz.fleet10k && sz.fleet3k == sz.fleet10k {
+		moving = append(moving, sharded)
+		fleet("fleet-10k-sharded", sz.fleet10k, "moving", moving...)
+	} else {
+		fleet("fleet-10k-sharded", sz.fleet10k, "moving", sharded, "tidal")
+	}
+	fleet("fleet-1k-moving", sz.fleet1k, "moving", moving...)
 	fleet("fleet-10k-steady", sz.fleet10k, "steady", "tidal", "kcm")
 	// Tidal's CPU per autoscaler at 1k with usage steady, the 10k
 	// steady row's reference; the smoke run's is the same job as 10k's.
@@ -124,8 +141,8 @@ func newPlan(sz sizes, rounds int, peer, noop string) plan {
 	} else {
 		fleet("fleet-1k-steady", sz.fleet1k, "steady", "tidal")
 	}
-	fleet("fleet-3k-moving", sz.fleet3k, "moving", "tidal", "kcm")
-	fleet("fleet-10k-moving", sz.fleet10k, "moving", "tidal", "kcm")
+	fleet("fleet-3k-moving", sz.fleet3k, "moving", moving...)
+	fleet("fleet-10k-moving", sz.fleet10k, "moving", moving...)
 	// The closed loop's sides take turns inside the benchmark (only one
 	// adapter can own custom.metrics.k8s.io at a time): tidal, upstream,
 	// -rounds times.

@@ -148,6 +148,9 @@ const (
 	peer  = "prometheus-adapter"
 	noop  = "noop"
 	kcm   = "kcm"
+	// sharded is the fleet benchmark's side of several `tidal autoscaler
+	// --sharding` replicas.
+	sharded = "tidal-sharded"
 	// upstream is the closed loop's reference: prometheus-adapter and
 	// kube-controller-manager's HPA controller.
 	upstream = "upstream"
@@ -266,6 +269,8 @@ func rows(p plan) []row {
 		})
 	}
 
+	out = append(out, shardedRow(sz))
+
 	loopAt := func(side, metric string) ref {
 		return ref{job: "closed-loop", row: "closed-loop", side: side, metric: metric}
 	}
@@ -322,4 +327,67 @@ func trimZero(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.1f", v)
+}
+
+// shardOverhead is the sharded row's allowance for what every replica
+// repeats whatever its share: its informers receive and decode every
+// HorizontalAutoscaler's watch events (the echo of every status write,
+// not only its own), it lists the PodMetrics of every namespace it owns
+// an object in, and it renews and reads the Leases. The goal is CPU per
+// replica <= shardOverhead / shards of one replica's: with 3 shards, half
+// of one replica's, i.e. the replicas together at most 1.5x one replica.
+const shardOverhead = 1.5
+
+// shardedRow is `3 shards at 10,000 autoscalers, CPU per replica`: sz.shards
+// replicas of `tidal autoscaler --sharding` beside one replica, usage
+// moving, in one job, the sides taking turns.
+func shardedRow(sz sizes) row {
+	id := "fleet-10k-sharded"
+	at := func(side, metric string) ref { return ref{job: id, row: "fleet", side: side, metric: metric} }
+	cells := []ref{at(sharded, "cpu-per-period-per-replica"), at(tidal, "cpu-per-period"), at(sharded, "max-replica-cpu-per-period"),
+		at(sharded, "cpu-per-period"), at(sharded, "reconciles-per-period"), at(tidal, "reconciles-per-period")}
+	for i := range sz.shards {
+		cells = append(cells, at(sharded, fmt.Sprintf("replica-%d-reconciles-per-period", i+1)))
+	}
+	cells = append(cells, at(sharded, "requests-per-period"), at(tidal, "requests-per-period"),
+		at(sharded, "rss-per-replica"), at(tidal, "rss"),
+		at(sharded, "kube-apiserver-cpu-per-period"), at(tidal, "kube-apiserver-cpu-per-period"))
+	limit := shardOverhead / float64(sz.shards)
+	return row{
+		id: id, title: fmt.Sprintf("%d shards at %s autoscalers x %d pods, usage moving, CPU per replica", sz.shards, count(sz.fleet10k), sz.fleetPods),
+		cells: cells,
+		goals: []goal{
+			{text: fmt.Sprintf("CPU per replica at %d shards <= %.3g of one replica's (1/%d x %g for what every replica repeats)", sz.shards, limit, sz.shards, shardOverhead),
+				num: at(sharded, "cpu-per-period-per-replica"), den: at(tidal, "cpu-per-period"), op: atMost, bound: limit},
+			{text: "the shards together reconcile every object every period (reconciles per period / autoscalers >= 0.99)",
+				num: at(sharded, "reconciles-per-period"), den: at(sharded, "autoscalers"), op: atLeast, bound: 0.99},
+		},
+		notes: func(d data) []string {
+			m := func(x ref) float64 { return median(d.values(x)) }
+			one := m(at(tidal, "cpu-per-period"))
+			notes := []string{fmt.Sprintf("CPU per period: the %d replicas together %s x one replica's, the busiest replica %s x (an even split with nothing repeated: 1 and %s)",
+				sz.shards, figure(ratio(m(at(sharded, "cpu-per-period")), one)), figure(ratio(m(at(sharded, "max-replica-cpu-per-period")), one)), figure(1/float64(sz.shards)))}
+			var split []string
+			total := m(at(sharded, "reconciles-per-period"))
+			for i := range sz.shards {
+				n := m(at(sharded, fmt.Sprintf("replica-%d-reconciles-per-period", i+1)))
+				split = append(split, fmt.Sprintf("%s (%s%%)", figure(n), figure(100*ratio(n, total))))
+			}
+			notes = append(notes, fmt.Sprintf("objects reconciled per period by each replica (start order; the split follows the replicas' random identities, so it differs from round to round): %s",
+				strings.Join(split, ", ")))
+			// kcm at the same size: this job's own phase when it has one
+			// (the smoke run's), else the fleet-10k row's when it ran.
+			k := at(kcm, "cpu-per-period")
+			if len(d.values(k)) == 0 {
+				k = ref{job: "fleet-10k-moving", row: "fleet", side: kcm, metric: "cpu-per-period"}
+			}
+			if len(d.values(k)) == 0 {
+				notes = append(notes, "kcm's CPU at this size is the fleet-10k row's; it did not run here")
+			} else {
+				notes = append(notes, fmt.Sprintf("kcm at this size (%s job, usage moving): %s CPU-s per period; CPU per replica at %d shards / kcm's: %s",
+					k.job, figure(m(k)), sz.shards, figure(ratio(m(at(sharded, "cpu-per-period-per-replica")), m(k)))))
+			}
+			return notes
+		},
+	}
 }
