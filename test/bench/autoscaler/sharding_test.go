@@ -189,11 +189,15 @@ func TestShardedFleet(t *testing.T) {
 			t.Errorf("%s never logged a view without c", name)
 			continue
 		}
-		bound := shardLease + shardRetry
-		t.Logf("%s dropped c from its view %s after c's last renewal (bound %s: lease + read period)", name, changed.Sub(lastRenewal).Round(10*time.Millisecond), bound)
-		// The log's timestamps have microseconds; the Lease's too.
-		if changed.Sub(lastRenewal) > bound+100*time.Millisecond {
-			t.Errorf("%s took over %s after c's last renewal, more than the lease %s and a read period %s", name, changed.Sub(lastRenewal), shardLease, shardRetry)
+		// They own c's share from the instant its Lease expires (a view
+		// is computed at the time it is asked), and hand it to their
+		// controllers at their next read of the group, at most a read
+		// period later; that read (a renewal and a list, on a loaded API
+		// server) takes up to one more.
+		bound := shardLease + 2*shardRetry
+		t.Logf("%s dropped c from its view %s after c's last renewal (bound %s: lease + two read periods)", name, changed.Sub(lastRenewal).Round(10*time.Millisecond), bound)
+		if changed.Sub(lastRenewal) > bound {
+			t.Errorf("%s took over %s after c's last renewal, more than the lease %s and two read periods", name, changed.Sub(lastRenewal), shardLease)
 		}
 	}
 	t.Logf("c (%d objects) killed %s after its last renewal; its objects were first written by a survivor %s to %s after it",
