@@ -4,8 +4,10 @@
 // AdapterBase and installer, metrics-server's metrics.k8s.io storage
 // wiring), which answers every pods/* custom-metric request and every
 // PodMetrics list with one list built at start, of --items items. It asks
-// nothing of Prometheus or of the cluster, so what a request costs through
-// it is what the apiserver stack and kube-apiserver's proxy cost.
+// nothing of Prometheus or of the cluster, and encodes each list once per
+// content type and version, then writes its bytes (as Tidal's adapter
+// serves its cached answers: see encodedOnce), so what a request costs
+// through it is what the apiserver stack and kube-apiserver's proxy cost.
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	genericapi "k8s.io/apiserver/pkg/endpoints"
+	"k8s.io/apiserver/pkg/endpoints/discovery"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -31,10 +36,12 @@ import (
 	"k8s.io/metrics/pkg/apis/custom_metrics"
 	"k8s.io/metrics/pkg/apis/metrics"
 	cmapiserver "sigs.k8s.io/custom-metrics-apiserver/pkg/apiserver"
+	cminstaller "sigs.k8s.io/custom-metrics-apiserver/pkg/apiserver/installer"
 	basecmd "sigs.k8s.io/custom-metrics-apiserver/pkg/cmd"
 	generatedcore "sigs.k8s.io/custom-metrics-apiserver/pkg/generated/openapi/core"
 	generatedcustommetrics "sigs.k8s.io/custom-metrics-apiserver/pkg/generated/openapi/custommetrics"
 	"sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
+	cmstorage "sigs.k8s.io/custom-metrics-apiserver/pkg/registry/custom_metrics"
 	msapi "sigs.k8s.io/metrics-server/pkg/api"
 	msopenapi "sigs.k8s.io/metrics-server/pkg/api/generated/openapi"
 )
@@ -52,21 +59,78 @@ func main() {
 		klog.Fatalf("unable to parse flags: %v", err)
 	}
 	cmd.OpenAPIConfig, cmd.OpenAPIV3Config = openAPIConfigs()
-	now := metav1.NewTime(time.Now())
-	cmd.WithCustomMetrics(&fixedCustom{list: customList(*items, *namespace, *metric, now), metric: *metric})
+	// No custom metrics provider for the AdapterBase: its installer builds
+	// the group's serializer where it cannot be wrapped; install does what
+	// it does, with the serializer wrapped.
 	server, err := cmd.Server()
 	if err != nil {
 		klog.Fatalf("unable to build the server: %v", err)
 	}
-	pods := &fixedStorage{kind: "PodMetrics", list: podMetricsList(*items, *namespace, now), newObj: func() runtime.Object { return &metrics.PodMetrics{} }}
-	nodes := &fixedStorage{kind: "NodeMetrics", list: &metrics.NodeMetricsList{}, newObj: func() runtime.Object { return &metrics.NodeMetrics{} }, cluster: true}
-	info := msapi.Build(pods, nodes)
-	if err := server.GenericAPIServer.InstallAPIGroup(&info); err != nil {
-		klog.Fatalf("unable to install metrics.k8s.io: %v", err)
+	if _, err := install(server.GenericAPIServer, *items, *namespace, *metric, metav1.NewTime(time.Now())); err != nil {
+		klog.Fatalf("unable to install the APIs: %v", err)
 	}
 	if err := cmd.Run(context.Background()); err != nil {
 		klog.Fatalf("unable to run the no-op adapter: %v", err)
 	}
+}
+
+// install serves custom.metrics.k8s.io and metrics.k8s.io on s, answering
+// every pods/* request and every PodMetrics list with a list of items
+// items built here, each encoded once per encoder: the encodedOnce it
+// returns keeps the bytes.
+func install(s *genericapiserver.GenericAPIServer, items int, namespace, metric string, at metav1.Time) (*encodedOnce, error) {
+	custom := &fixedCustom{list: customList(items, namespace, metric, at), metric: metric}
+	pods := &fixedStorage{kind: "PodMetrics", list: podMetricsList(items, namespace, at), newObj: func() runtime.Object { return &metrics.PodMetrics{} }}
+	nodes := &fixedStorage{kind: "NodeMetrics", list: &metrics.NodeMetricsList{}, newObj: func() runtime.Object { return &metrics.NodeMetrics{} }, cluster: true}
+	encodings := newEncodedOnce(custom.list, pods.list)
+	if err := installCustomMetrics(s, custom, encodings); err != nil {
+		return nil, fmt.Errorf("custom.metrics.k8s.io: %w", err)
+	}
+	info := msapi.Build(pods, nodes)
+	info.NegotiatedSerializer = encodings.NegotiatedSerializer(info.NegotiatedSerializer)
+	if err := s.InstallAPIGroup(&info); err != nil {
+		return nil, fmt.Errorf("metrics.k8s.io: %w", err)
+	}
+	return encodings, nil
+}
+
+// installCustomMetrics is custom-metrics-apiserver's
+// InstallCustomMetricsAPI (every version, discovery naming the first),
+// with the group's serializer wrapped by encodings, as Tidal's adapter
+// installs it (adapter/app/install.go).
+func installCustomMetrics(s *genericapiserver.GenericAPIServer, p provider.CustomMetricsProvider, encodings *encodedOnce) error {
+	groupInfo := genericapiserver.NewDefaultAPIGroupInfo(custom_metrics.GroupName, cmapiserver.Scheme, runtime.NewParameterCodec(cmapiserver.Scheme), cmapiserver.Codecs)
+	groupInfo.NegotiatedSerializer = encodings.NegotiatedSerializer(groupInfo.NegotiatedSerializer)
+	container := s.Handler.GoRestfulContainer
+	for i, gv := range groupInfo.PrioritizedVersions {
+		api := &cminstaller.MetricsAPIGroupVersion{
+			DynamicStorage: cmstorage.NewREST(p),
+			APIGroupVersion: &genericapi.APIGroupVersion{
+				Root:             genericapiserver.APIGroupPrefix,
+				GroupVersion:     gv,
+				MetaGroupVersion: groupInfo.MetaGroupVersion,
+				ParameterCodec:   groupInfo.ParameterCodec,
+				Serializer:       groupInfo.NegotiatedSerializer,
+				Creater:          groupInfo.Scheme,
+				Convertor:        groupInfo.Scheme,
+				UnsafeConvertor:  runtime.UnsafeObjectConvertor(groupInfo.Scheme),
+				Typer:            groupInfo.Scheme,
+				Namer:            runtime.Namer(meta.NewAccessor()),
+			},
+			ResourceLister: provider.NewCustomMetricResourceLister(p),
+			Handlers:       &cminstaller.CMHandlers{},
+		}
+		if err := api.InstallREST(container); err != nil {
+			return err
+		}
+		if i == 0 {
+			v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+			group := metav1.APIGroup{Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v}
+			s.DiscoveryGroupManager.AddGroup(group)
+			container.Add(discovery.NewAPIGroupHandler(s.Serializer, group).WebService())
+		}
+	}
+	return nil
 }
 
 // openAPIConfigs describe custom.metrics.k8s.io and metrics.k8s.io, as
