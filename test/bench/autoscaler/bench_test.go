@@ -200,6 +200,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	measured.pids = h.PIDs()
 	for _, phase := range cfg.phases {
 		var r phaseResult
+		began := time.Now()
 		switch phase {
 		case "tidal":
 			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, 0)
@@ -220,8 +221,8 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		if err != nil {
 			b.Fatalf("phase %s: %v", phase, err)
 		}
-		b.Logf("%s per period: %.2f CPU-s (system %.2f), RSS %.0f MiB, %.0f reconciles, %.0f requests; kube-apiserver %.2f CPU-s, etcd %.2f CPU-s; requests over the %d periods: %s; desired replicas %v",
-			phase, r.cpuPerPeriod, r.systemPerPeriod, r.rssMiB, r.reconcilesPerPeriod, float64(r.requests.Total)/float64(cfg.periods), r.apiserverPerPeriod, r.etcdPerPeriod, cfg.periods, r.requests, r.desired)
+		b.Logf("%s (phase took %s) per period: %.2f CPU-s (system %.2f), RSS %.0f MiB, %.0f reconciles, %.0f requests; kube-apiserver %.2f CPU-s, etcd %.2f CPU-s; requests over the %d periods: %s; desired replicas %v",
+			phase, time.Since(began).Round(time.Second), r.cpuPerPeriod, r.systemPerPeriod, r.rssMiB, r.reconcilesPerPeriod, float64(r.requests.Total)/float64(cfg.periods), r.apiserverPerPeriod, r.etcdPerPeriod, cfg.periods, r.requests, r.desired)
 		if r.sharded() {
 			b.Logf("%s: %s", phase, r.replicaSummary())
 		}
