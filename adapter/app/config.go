@@ -17,10 +17,10 @@ import (
 	generatedcustommetrics "sigs.k8s.io/custom-metrics-apiserver/pkg/generated/openapi/custommetrics"
 	generatedexternalmetrics "sigs.k8s.io/custom-metrics-apiserver/pkg/generated/openapi/externalmetrics"
 
-	"github.com/tidal-autoscaler/tidal/adapter/internal/authzcache"
-	"github.com/tidal-autoscaler/tidal/adapter/internal/frontproxy"
 	"github.com/tidal-autoscaler/tidal/adapter/prom"
 	"github.com/tidal-autoscaler/tidal/adapter/resourcemetrics"
+	"github.com/tidal-autoscaler/tidal/internal/authzcache"
+	"github.com/tidal-autoscaler/tidal/internal/frontproxy"
 	"github.com/tidal-autoscaler/tidal/internal/kubeconfig"
 	"github.com/tidal-autoscaler/tidal/internal/version"
 )

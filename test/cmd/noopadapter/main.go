@@ -6,8 +6,10 @@
 // PodMetrics list with one list built at start, of --items items. It asks
 // nothing of Prometheus or of the cluster, and encodes each list once per
 // content type and version, then writes its bytes (as Tidal's adapter
-// serves its cached answers: see encodedOnce), so what a request costs
-// through it is what the apiserver stack and kube-apiserver's proxy cost.
+// serves its cached answers: see encodedOnce), and authenticates and
+// authorizes with the adapter's caches (internal/frontproxy,
+// internal/authzcache), so what a request costs through it is what the
+// apiserver stack and kube-apiserver's proxy cost.
 package main
 
 import (
@@ -38,6 +40,9 @@ import (
 	cmapiserver "sigs.k8s.io/custom-metrics-apiserver/pkg/apiserver"
 	cminstaller "sigs.k8s.io/custom-metrics-apiserver/pkg/apiserver/installer"
 	basecmd "sigs.k8s.io/custom-metrics-apiserver/pkg/cmd"
+
+	"github.com/tidal-autoscaler/tidal/internal/authzcache"
+	"github.com/tidal-autoscaler/tidal/internal/frontproxy"
 	generatedcore "sigs.k8s.io/custom-metrics-apiserver/pkg/generated/openapi/core"
 	generatedcustommetrics "sigs.k8s.io/custom-metrics-apiserver/pkg/generated/openapi/custommetrics"
 	"sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
@@ -59,6 +64,18 @@ func main() {
 		klog.Fatalf("unable to parse flags: %v", err)
 	}
 	cmd.OpenAPIConfig, cmd.OpenAPIV3Config = openAPIConfigs()
+	// The ceiling authenticates and authorizes as Tidal's adapter does
+	// (adapter/app/config.go): the aggregator's certificate verified once,
+	// allow decisions reused for a second.
+	cfg, err := cmd.Config()
+	if err != nil {
+		klog.Fatalf("unable to build the server configuration: %v", err)
+	}
+	authn := &cfg.GenericConfig.Authentication
+	authn.Authenticator = frontproxy.New(authn.RequestHeaderConfig, authn.Authenticator)
+	if cfg.GenericConfig.Authorization.Authorizer != nil {
+		cfg.GenericConfig.Authorization.Authorizer = authzcache.New(cfg.GenericConfig.Authorization.Authorizer)
+	}
 	// No custom metrics provider for the AdapterBase: its installer builds
 	// the group's serializer where it cannot be wrapped; install does what
 	// it does, with the serializer wrapped.
