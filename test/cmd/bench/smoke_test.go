@@ -18,7 +18,8 @@ import (
 // round) and checks the run's shape: every row in the table, every side
 // with samples, every goal's ratio computed, the output files written. It
 // never checks a figure or a time. About 4 minutes on 2 cores with a warm
-// build cache (the closed loop about 30 s of it).
+// build cache (the closed loop about 30 s of it; the sharded row's phase,
+// three replicas in the moving rows' job, about 20 s).
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the harness")
