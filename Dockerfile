@@ -1,5 +1,7 @@
 # syntax=docker/dockerfile:1
 # Tidal: one static binary, `tidal adapter` and `tidal autoscaler`.
+# `make image` builds an equivalent image without a Docker engine (hack/image);
+# `make docker-image` builds this file. See docs/operations.md#the-image.
 
 # The build stage's image. The default is a tag, which moves; a release
 # build pins it by digest, e.g.

@@ -61,14 +61,15 @@ func (b *binaries) Set(s string) error {
 }
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string, stdout io.Writer) error {
+func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	var bins binaries
 	fs.Var(&bins, "binary", "os/arch=path of a static tidal binary for that platform (repeat per platform)")
 	out := fs.String("out", "_output/image", "output directory: the OCI layout goes to <out>/oci, the tarballs next to it")
