@@ -723,19 +723,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 		return phaseResult{}, err
 	}
 	res := dyn.Resource(v1alpha1.GroupVersionResource)
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for _, t := range targets {
-		g.Go(func() error {
-			ha := &v1alpha1.HorizontalAutoscaler{
-				TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
-				ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: t.namespace},
-				Spec:       v1alpha1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: spec(t)},
-			}
-			return harness.CreateHorizontalAutoscaler(gctx, dyn, ha)
-		})
-	}
-	if err := g.Wait(); err != nil {
+	if err := createAutoscalers(ctx, dyn, targets); err != nil {
 		return phaseResult{}, fmt.Errorf("create HorizontalAutoscalers: %w", err)
 	}
 	statuses := func(ctx context.Context) (map[int32]int, int, error) {
