@@ -135,9 +135,10 @@ and the conditions. Everything comes from what the controller wrote to the
 status (status.tidal.decision and status.conditions); nothing is recomputed.
 
 TYPE is horizontalautoscaler (ha) for a tidal HorizontalAutoscaler, or
-horizontalpodautoscaler (hpa) for an autoscaling/v2 HPA. Native mode writes no
-decision to an HPA, so for an HPA the values, targets and conditions of its
-status are shown, without proposals.
+horizontalpodautoscaler (hpa) for an autoscaling/v2 HPA: native mode writes the
+decision to its autoscaling.tidal.dev/decision annotation; without it (an HPA
+of kube-controller-manager's) the values, targets and conditions of its status
+are shown, without proposals.
 
 Examples:
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
 // Report is the explanation of one autoscaler, as -o yaml|json print it.
@@ -130,9 +131,10 @@ func OfHorizontalAutoscaler(ha *v1alpha1.HorizontalAutoscaler) (Report, error) {
 }
 
 // OfHorizontalPodAutoscaler explains an autoscaling/v2 HPA. Native mode
-// keeps no decision on the HPA (it has no room for status.tidal, and tidal
-// writes no annotation for it), so only the status is shown: values,
-// targets and conditions, without proposals.
+// writes the decision to source.DecisionAnnotation with each status
+// write; without it (an HPA reconciled by kube-controller-manager, or by
+// an older tidal) only the status is shown: values, targets and
+// conditions, without proposals.
 func OfHorizontalPodAutoscaler(hpa *autoscalingv2.HorizontalPodAutoscaler) (Report, error) {
 	st := hpa.Status
 	if len(st.Conditions) == 0 && len(st.CurrentMetrics) == 0 && st.ObservedGeneration == nil {
@@ -140,8 +142,18 @@ func OfHorizontalPodAutoscaler(hpa *autoscalingv2.HorizontalPodAutoscaler) (Repo
 			Hint: "check that tidal autoscaler runs with --mode=native, or kube-controller-manager's HPA controller, and watches this namespace"}
 	}
 	r := base(KindHPA, hpa.ObjectMeta, &hpa.Spec, &st)
-	r.Unavailable = "native mode records no per-metric proposals or adjustments on an HPA (a HorizontalAutoscaler keeps them in status.tidal.decision): shown are the HPA's status and conditions"
-	r.Limits = dryRunLimit(r.Conditions)
+	why, err := source.DecisionOfAnnotation(hpa.Annotations)
+	if err != nil {
+		r.Notes = append(r.Notes, err.Error())
+	}
+	if why == nil {
+		r.Unavailable = "no " + source.DecisionAnnotation + " annotation (tidal in native mode writes it with the status; kube-controller-manager does not): shown are the HPA's status and conditions"
+		r.Limits = dryRunLimit(r.Conditions)
+		return r, nil
+	}
+	r.Decision = why
+	r.Metrics, r.Notes = withProposals(r.Metrics, hpa.Spec.Metrics, why, r.Notes)
+	r.Limits = limits(why, r.Conditions)
 	return r, nil
 }
 

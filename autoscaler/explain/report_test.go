@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
 // summary is what a test compares of a report: one line per metric
@@ -167,10 +168,11 @@ func TestOfHorizontalAutoscaler(t *testing.T) {
 
 func TestOfHorizontalPodAutoscaler(t *testing.T) {
 	tests := []struct {
-		name    string
-		edit    func(*autoscalingv2.HorizontalPodAutoscaler)
-		want    summary
-		wantErr string
+		name         string
+		edit         func(*autoscalingv2.HorizontalPodAutoscaler)
+		want         summary
+		wantDecision bool
+		wantErr      string
 	}{
 		{
 			name: "native mode: status only",
@@ -187,6 +189,24 @@ func TestOfHorizontalPodAutoscaler(t *testing.T) {
 			},
 			want: summary{Metrics: []string{cpuName + "|113% (565m)|60%|-", "pods metric rps|33900m|80|-", "external metric queue_length(nil)|<unknown>|30 (avg)|-"},
 				Limits: []string{"DryRun"}, Unavailable: true},
+		},
+		{
+			// What native mode writes with the status (source.hpaObject's
+			// SetTidalStatus), read back as a HorizontalAutoscaler's.
+			name: "native mode: the decision annotation gives the proposals",
+			edit: func(hpa *autoscalingv2.HorizontalPodAutoscaler) {
+				source.ObjectOfHPA(hpa).SetTidalStatus(&v1alpha1.TidalStatus{Decision: web().Status.Tidal.Decision})
+			},
+			want:         summary{Metrics: fixtureMetrics, Limits: []string{"ScaleUpLimit 10→9"}},
+			wantDecision: true,
+		},
+		{
+			name: "a damaged annotation: status only, with a note",
+			edit: func(hpa *autoscalingv2.HorizontalPodAutoscaler) {
+				hpa.Annotations = map[string]string{source.DecisionAnnotation: "{not json"}
+			},
+			want: summary{Metrics: []string{cpuName + "|113% (565m)|60%|-", "pods metric rps|33900m|80|-", "external metric queue_length(nil)|<unknown>|30 (avg)|-"},
+				Unavailable: true, Notes: 1},
 		},
 		{
 			name: "not reconciled yet",
@@ -213,7 +233,7 @@ func TestOfHorizontalPodAutoscaler(t *testing.T) {
 			if got := summarize(r); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got  %#v\nwant %#v", got, tt.want)
 			}
-			if r.Decision != nil || r.Kind != KindHPA {
+			if (r.Decision != nil) != tt.wantDecision || r.Kind != KindHPA {
 				t.Errorf("kind %s, decision %v", r.Kind, r.Decision)
 			}
 		})

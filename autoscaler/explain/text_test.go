@@ -49,7 +49,7 @@ Metrics:
   pods metric rps                                   33900m       80
   external metric queue_length(nil)                 <unknown>    30 (avg)
 
-Result: not available: native mode records no per-metric proposals or adjustments on an HPA (a HorizontalAutoscaler keeps them in status.tidal.decision): shown are the HPA's status and conditions
+Result: not available: no autoscaling.tidal.dev/decision annotation (tidal in native mode writes it with the status; kube-controller-manager does not): shown are the HPA's status and conditions
 Limited by:
   DryRun  dry run, /scale is not written: would keep 5 replicas
 

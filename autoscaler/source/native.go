@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -17,6 +18,25 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 )
 
+// DecisionAnnotation holds, on a native HorizontalPodAutoscaler, the
+// decision of the reconcile that last wrote its status (a
+// v1alpha1.Decision as JSON): what a HorizontalAutoscaler keeps in
+// status.tidal.decision, for tidal explain.
+const DecisionAnnotation = "autoscaling.tidal.dev/decision"
+
+// DecisionOfAnnotation decodes DecisionAnnotation; nil, nil when absent.
+func DecisionOfAnnotation(annotations map[string]string) (*v1alpha1.Decision, error) {
+	v, ok := annotations[DecisionAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	var d v1alpha1.Decision
+	if err := json.Unmarshal([]byte(v), &d); err != nil {
+		return nil, fmt.Errorf("annotation %s is not a decision tidal wrote: %v", DecisionAnnotation, err)
+	}
+	return &d, nil
+}
+
 // hpaObject is an autoscaling/v2 HorizontalPodAutoscaler.
 type hpaObject struct {
 	*autoscalingv2.HorizontalPodAutoscaler
@@ -31,7 +51,24 @@ func (o hpaObject) HPASpec() *autoscalingv2.HorizontalPodAutoscalerSpec {
 func (o hpaObject) HPAStatus() *autoscalingv2.HorizontalPodAutoscalerStatus {
 	return &o.Status
 }
-func (o hpaObject) SetTidalStatus(*v1alpha1.TidalStatus) {}
+
+// SetTidalStatus keeps the decision in DecisionAnnotation. It goes with
+// a status write the reconcile makes anyway, never causes one (StatusEqual
+// ignores it): the annotation explains the status it was written with.
+func (o hpaObject) SetTidalStatus(t *v1alpha1.TidalStatus) {
+	if t == nil || t.Decision == nil {
+		delete(o.Annotations, DecisionAnnotation)
+		return
+	}
+	b, err := json.Marshal(t.Decision)
+	if err != nil {
+		return // a Decision always encodes; nothing to explain otherwise
+	}
+	if o.Annotations == nil {
+		o.Annotations = map[string]string{}
+	}
+	o.Annotations[DecisionAnnotation] = string(b)
+}
 
 // StatusEqual compares the status and the annotation that holds tidal's
 // status (MetricFailuresAnnotation); the history annotation is written
