@@ -47,30 +47,74 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "tidal.image" -}}
 {{- if regexMatch "(^|/)prometheus-adapter$" .Values.image.repository -}}
 tidal:{{ .Chart.AppVersion }}
+{{- else if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
 {{- else -}}
 {{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
 {{- end -}}
 {{- end -}}
 
-{{- define "tidal.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-fsGroup: 65532
-seccompProfile:
-  type: RuntimeDefault
+{{- /*
+The pod-level values both components share, rendered under the pod spec;
+call with (dict "ctx" $ "c" <component values> "component" "adapter").
+*/ -}}
+{{- define "tidal.podSpecCommon" -}}
+{{- $sel := include "tidal.selectorLabels" (dict "ctx" .ctx "component" .component) | fromYaml -}}
+{{- with .c.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- if .c.hostNetwork.enabled }}
+# The node's network: the ports are the node's, so the Service's targetPort
+# and the probes follow hostNetwork's ports.
+hostNetwork: true
+dnsPolicy: ClusterFirstWithHostNet
+{{- end }}
+securityContext:
+  {{- toYaml .c.podSecurityContext | nindent 2 }}
+{{- with .c.topologySpreadConstraints }}
+topologySpreadConstraints:
+{{- range . }}
+{{- $tsc := . }}
+{{- if not (hasKey . "labelSelector") }}
+{{- $tsc = merge (dict "labelSelector" (dict "matchLabels" $sel)) . }}
+{{- end }}
+- {{ toYaml $tsc | nindent 2 | trim }}
+{{- end }}
+{{- end }}
 {{- end -}}
 
-{{- define "tidal.containerSecurityContext" -}}
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-capabilities:
-  drop: [ALL]
-seccompProfile:
-  type: RuntimeDefault
+{{/* The pod template's labels: the selector's, then podLabels (which cannot change the selector's). */}}
+{{- define "tidal.podLabels" -}}
+{{- $sel := include "tidal.selectorLabels" (dict "ctx" .ctx "component" .component) | fromYaml -}}
+{{- toYaml (merge $sel (.c.podLabels | default dict)) -}}
+{{- end -}}
+
+{{/* The adapter's secure port in the pod: hostNetwork's in the node's network, else securePort (or prometheus-adapter's listenPort). */}}
+{{- define "tidal.adapterPort" -}}
+{{- if .Values.adapter.hostNetwork.enabled -}}
+{{- .Values.adapter.hostNetwork.securePort -}}
+{{- else -}}
+{{- (include "tidal.adapterValue" (dict "ctx" . "pa" "listenPort" "own" "securePort") | fromJson).v -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The autoscaler's health and secure ports in the pod, as JSON {"health", "secure"}. */}}
+{{- define "tidal.autoscalerPorts" -}}
+{{- $c := .Values.autoscaler -}}
+{{- if $c.hostNetwork.enabled -}}
+{{- dict "health" $c.hostNetwork.healthPort "secure" $c.hostNetwork.securePort | toJson -}}
+{{- else -}}
+{{- dict "health" $c.healthPort "secure" $c.securePort | toJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A PodDisruptionBudget's spec budget: maxUnavailable when set, else minAvailable. */}}
+{{- define "tidal.pdbBudget" -}}
+{{- if not (kindIs "invalid" .maxUnavailable) -}}
+maxUnavailable: {{ .maxUnavailable }}
+{{- else -}}
+minAvailable: {{ .minAvailable }}
+{{- end -}}
 {{- end -}}
 
 {{/* The service names the aggregator verifies the adapter's certificate against. */}}
