@@ -295,27 +295,10 @@ func isExternal(target string) bool {
 	return schemeRE.MatchString(target) || strings.HasPrefix(target, "//")
 }
 
-// markdownFiles lists every .md file under root but build output, VCS
-// metadata and test data.
+// markdownFiles lists every .md file under root (MarkdownFiles).
 func markdownFiles(t *testing.T, root string) []string {
 	t.Helper()
-	var files []string
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			name := d.Name()
-			if path != root && (strings.HasPrefix(name, ".") || name == "_output" || name == "testdata" || name == "vendor" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if strings.HasSuffix(d.Name(), ".md") {
-			files = append(files, path)
-		}
-		return nil
-	})
+	files, err := MarkdownFiles(root)
 	if err != nil {
 		t.Fatal(err)
 	}
