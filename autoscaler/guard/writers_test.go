@@ -1,0 +1,93 @@
+package guard
+
+import (
+	"testing"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+var t0 = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+
+func entry(manager, subresource string, at time.Time) metav1.ManagedFieldsEntry {
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource, Time: &metav1.Time{Time: at}}
+}
+
+func TestNewestStatusWrites(t *testing.T) {
+	tests := []struct {
+		name      string
+		entries   []metav1.ManagedFieldsEntry
+		wantOther Write
+		wantOwn   time.Time
+		wantOK    bool
+	}{
+		{name: "none"},
+		{name: "only tidal's", entries: []metav1.ManagedFieldsEntry{entry("tidal-autoscaler", "status", t0)}, wantOwn: t0},
+		{name: "spec writes do not count",
+			entries: []metav1.ManagedFieldsEntry{entry("kubectl-client-side-apply", "", t0.Add(time.Minute)), entry("tidal-autoscaler", "status", t0)}, wantOwn: t0},
+		{name: "kube-controller-manager after tidal",
+			entries:   []metav1.ManagedFieldsEntry{entry("tidal-autoscaler", "status", t0), entry("kube-controller-manager", "status", t0.Add(time.Second))},
+			wantOther: Write{"kube-controller-manager", t0.Add(time.Second)}, wantOwn: t0, wantOK: true},
+		{name: "the newest of two others",
+			entries:   []metav1.ManagedFieldsEntry{entry("a", "status", t0.Add(2*time.Second)), entry("b", "status", t0.Add(time.Second))},
+			wantOther: Write{"a", t0.Add(2 * time.Second)}, wantOK: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			other, own, ok := NewestStatusWrites(tt.entries, "tidal-autoscaler")
+			if ok != tt.wantOK || !other.same(tt.wantOther) || !own.Equal(tt.wantOwn) {
+				t.Errorf("got %v, %v, %v; want %v, %v, %v", other, own, ok, tt.wantOther, tt.wantOwn, tt.wantOK)
+			}
+		})
+	}
+}
+
+// TestStatusWriters walks one HPA through what the controller sees: the
+// baseline is history, another manager's write while watched is active for
+// the hold, tidal's own later write does not end it, and a write older
+// than tidal's own does not start it.
+func TestStatusWriters(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(t0)
+	w := NewStatusWriters("tidal-autoscaler", time.Minute, clk)
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	steps := []struct {
+		name       string
+		entries    []metav1.ManagedFieldsEntry
+		advance    time.Duration
+		wantActive bool
+	}{
+		{name: "kcm's write from before tidal watched is history",
+			entries: []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "status", t0.Add(-time.Hour))}},
+		{name: "tidal writes",
+			entries: []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "status", t0.Add(-time.Hour)), entry("tidal-autoscaler", "status", t0)}},
+		{name: "kcm writes after tidal: active",
+			entries:    []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "status", t0.Add(10*time.Second)), entry("tidal-autoscaler", "status", t0)},
+			wantActive: true},
+		{name: "tidal's own write (its condition) does not end it",
+			entries:    []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "status", t0.Add(10*time.Second)), entry("tidal-autoscaler", "status", t0.Add(20*time.Second))},
+			advance:    30 * time.Second,
+			wantActive: true},
+		{name: "quiet for the hold: over", advance: 31 * time.Second,
+			entries: []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "status", t0.Add(10*time.Second)), entry("tidal-autoscaler", "status", t0.Add(20*time.Second))}},
+		{name: "an update delivering an older other write than tidal's own does not start it",
+			entries: []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "status", t0.Add(15*time.Second)), entry("tidal-autoscaler", "status", t0.Add(20*time.Second))}},
+	}
+	for _, s := range steps {
+		clk.SetTime(clk.Now().Add(s.advance))
+		hpa.ManagedFields = s.entries
+		w.Observe(hpa)
+		got, active := w.Active("shop/web")
+		if active != s.wantActive {
+			t.Fatalf("%s: active %v (%v), want %v", s.name, active, got, s.wantActive)
+		}
+		if active && got.Manager != "kube-controller-manager" {
+			t.Fatalf("%s: writer %q", s.name, got.Manager)
+		}
+	}
+	w.Forget("shop/web")
+	if _, active := w.Active("shop/web"); active {
+		t.Error("active after Forget")
+	}
+}
