@@ -466,6 +466,13 @@ func TestChartSchemaRejects(t *testing.T) {
 		{[]string{"delegate.externalMetrics=http://keda.svc:80"}, "at '/delegate/externalMetrics': 'http://keda.svc:80' does not match pattern"},
 		{[]string{"delegate.externalMetrics=auto"}, "delegate.externalMetrics=auto found no other server owning the APIService v1beta1.external.metrics.k8s.io"},
 		{[]string{"delegate.customMetrics=auto"}, "delegate.customMetrics=auto found no other server owning the APIService v1beta1.custom.metrics.k8s.io"},
+		{[]string{"image.digest=latest"}, "at '/image/digest': 'latest' does not match pattern"},
+		{[]string{"adapter.hostNetwork.securePort=443"}, "at '/adapter/hostNetwork/securePort': minimum: got 443, want 1,024"},
+		{[]string{"autoscaler.topologySpreadConstraints[0].maxSkew=1", "autoscaler.topologySpreadConstraints[0].topologyKey=zone", "autoscaler.topologySpreadConstraints[0].whenUnsatisfiable=Never"}, "at '/autoscaler/topologySpreadConstraints/0/whenUnsatisfiable': value must be one of 'DoNotSchedule', 'ScheduleAnyway'"},
+		{[]string{"adapter.extraVolumeMounts[0].name=x", "adapter.extraVolumeMounts[0].mountPath=relative"}, "at '/adapter/extraVolumeMounts/0/mountPath': 'relative' does not match pattern"},
+		{[]string{"autoscaler.securityContext.seccompProfile.type=None"}, "at '/autoscaler/securityContext/seccompProfile/type': value must be one of 'RuntimeDefault', 'Localhost', 'Unconfined'"},
+		{[]string{"autoscaler.podDisruptionBudget.maxUnavailable=half"}, "/autoscaler/podDisruptionBudget/maxUnavailable"},
+		{[]string{"autoscaler.extraContainers[0].name=sidecar"}, "at '/autoscaler/extraContainers/0': missing property 'image'"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.set, ","), func(t *testing.T) {

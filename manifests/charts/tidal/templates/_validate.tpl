@@ -50,11 +50,11 @@
 {{- end -}}
 {{- /* prometheus-adapter chart values Tidal's chart cannot honour: refused rather than ignored. */ -}}
 {{- if and .Values.hostNetwork .Values.hostNetwork.enabled -}}
-{{- fail "hostNetwork.enabled: Tidal's chart does not run the adapter in the host network; remove it (see docs/migration.md)" -}}
+{{- fail "hostNetwork.enabled: prometheus-adapter's value, which would keep the adapter on listenPort (6443, kube-apiserver's on control-plane nodes): set adapter.hostNetwork.enabled and adapter.hostNetwork.securePort instead (docs/chart.md)" -}}
 {{- end -}}
 {{- range $k := list "extraVolumes" "extraVolumeMounts" "env" -}}
 {{- if get $.Values $k -}}
-{{- fail (printf "%s: Tidal's chart mounts Prometheus credentials from prometheus.bearerToken, .ca, .clientCert, .basicAuth and .httpConfig Secrets instead; move them there (see docs/migration.md)" $k) -}}
+{{- fail (printf "%s: Tidal's chart mounts Prometheus credentials from prometheus.bearerToken, .ca, .clientCert, .basicAuth and .httpConfig Secrets instead; move them there (see docs/migration.md), and anything else to adapter.extraVolumes, adapter.extraVolumeMounts or adapter.extraEnv" $k) -}}
 {{- end -}}
 {{- end -}}
 {{- if and .Values.rbac (eq (toString .Values.rbac.create) "false") -}}
