@@ -66,6 +66,8 @@ type panel struct {
 	series []series
 	// ref draws a dashed horizontal line at this value when > 0.
 	ref float64
+	// legendInside lists the series inside the panel, for long names.
+	legendInside bool
 }
 
 // drawChart lays the samples out on c.
@@ -159,9 +161,16 @@ func drawPanel(c canvas, p panel, samples []Sample, xs []float64, tmax, top floa
 		start = i
 	}
 	c.text(marginL, top-8, p.title, black, left)
+	if p.legendInside {
+		for i, s := range p.series {
+			ly := top + 34 + 14*float64(i)
+			c.polyline([]float64{marginL + 8, marginL + 22}, []float64{ly - 4, ly - 4}, s.c, 3, s.dashed)
+			c.text(marginL+28, ly, s.name, s.c, left)
+		}
+	}
 	// Legend, right-aligned above the panel.
 	lx := chartW - marginR
-	for i := len(p.series) - 1; i >= 0; i-- {
+	for i := len(p.series) - 1; i >= 0 && !p.legendInside; i-- {
 		s := p.series[i]
 		w := float64(len(s.name))*8 + 8
 		c.text(lx, top-8, s.name, s.c, right)
@@ -279,8 +288,13 @@ func (s *svgCanvas) text(x, y float64, str string, c color.RGBA, a anchor) {
 
 // ChartHTML returns a self-contained HTML page with the chart as inline SVG.
 func ChartHTML(samples []Sample, title string) []byte {
+	return svgPage(title, func(c canvas) { drawChart(c, samples, title) })
+}
+
+// svgPage draws on an SVG canvas in a self-contained HTML page.
+func svgPage(title string, draw func(canvas)) []byte {
 	s := &svgCanvas{}
-	drawChart(s, samples, title)
+	draw(s)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>%s</title>
@@ -370,8 +384,13 @@ func (r *rasterCanvas) text(x, y float64, s string, c color.RGBA, a anchor) {
 
 // ChartPNG returns the chart as a PNG image.
 func ChartPNG(samples []Sample, title string) ([]byte, error) {
+	return pngOf(func(c canvas) { drawChart(c, samples, title) })
+}
+
+// pngOf draws on a raster canvas and encodes it.
+func pngOf(draw func(canvas)) ([]byte, error) {
 	r := &rasterCanvas{img: image.NewRGBA(image.Rect(0, 0, int(chartW), int(chartH)))}
-	drawChart(r, samples, title)
+	draw(r)
 	var b bytes.Buffer
 	if err := png.Encode(&b, r.img); err != nil {
 		return nil, err

@@ -59,8 +59,8 @@ func TestReportWithoutCluster(t *testing.T) {
 		t.Errorf("CSV has %d lines, want %d", rows, len(samples)+1)
 	}
 	summary := Summary(curve, samples)
-	if !strings.Contains(summary, "spike at") || !strings.Contains(summary, "down") {
-		t.Errorf("summary lacks the spike's scale-up or a scale-down:\n%s", summary)
+	if !strings.Contains(summary, "burst at") || !strings.Contains(summary, "down") {
+		t.Errorf("summary lacks the burst's scale-up or a scale-down:\n%s", summary)
 	}
 	if dir := os.Getenv("TIDAL_SANDBOX_CHART_DIR"); dir != "" {
 		_ = os.WriteFile(filepath.Join(dir, "chart.png"), pngData, 0o644)
@@ -75,17 +75,18 @@ func TestCurve(t *testing.T) {
 		at    time.Duration
 		phase string
 		want  float64
+		batch float64
 	}{
-		{5 * time.Second, "baseline", 100}, {10 * time.Second, "ramp", 100}, {22500 * time.Millisecond, "ramp", 250},
-		{40 * time.Second, "spike", 900}, {55 * time.Second, "cool-down", 300}, {99 * time.Second, "quiet", 40}, {200 * time.Second, "quiet", 40},
+		{5 * time.Second, "baseline", 100, 0}, {8 * time.Second, "ramp", 100, 0}, {19 * time.Second, "ramp", 290, 0},
+		{40 * time.Second, "batch", 300, 1.2}, {50 * time.Second, "burst", 1900, 0}, {99 * time.Second, "quiet", 40, 0}, {200 * time.Second, "quiet", 40, 0},
 	} {
-		d, p := c.At(tc.at)
-		if p != tc.phase || math.Abs(d-tc.want) > 1e-6 {
-			t.Errorf("At(%s) = %v %s, want %v %s", tc.at, d, p, tc.want, tc.phase)
+		d, p := c.PhaseAt(tc.at)
+		if p.Name != tc.phase || math.Abs(d-tc.want) > 1e-6 || p.BatchCPU != tc.batch {
+			t.Errorf("PhaseAt(%s) = %v %s %v cores, want %v %s %v cores", tc.at, d, p.Name, p.BatchCPU, tc.want, tc.phase, tc.batch)
 		}
 	}
 	inc := c.Increases()
-	if len(inc) != 2 || inc[0].Name != "ramp" || inc[1].Name != "spike" || inc[1].At != 35*time.Second {
+	if len(inc) != 2 || inc[0].Name != "ramp" || inc[1].Name != "burst" || inc[1].At != 45*time.Second {
 		t.Errorf("Increases = %+v", inc)
 	}
 }

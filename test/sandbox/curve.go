@@ -12,16 +12,22 @@ type Phase struct {
 	// Frac is the phase's share of the whole curve's duration.
 	Frac     float64
 	From, To float64
+	// BatchCPU is background work (cores) shared by the ready pods that
+	// no request counter shows, such as a nightly batch.
+	BatchCPU float64
 }
 
-// DefaultCurve is the demo's demand: a steady baseline, a ramp, a spike,
-// a drop back and a quiet tail long enough to show a scale-down.
+// DefaultCurve is the demo's demand, one phase for each metric to lead:
+// the ramp grows requests per pod above their target before CPU notices
+// (requests per second leads); the batch adds CPU work that serves no
+// request (CPU leads); the burst is more than the pods can serve, so jobs
+// queue (the queue leads); the quiet tail shows the scale-down.
 var DefaultCurve = []Phase{
-	{Name: "baseline", Frac: 0.10, From: 100, To: 100},
-	{Name: "ramp", Frac: 0.25, From: 100, To: 400},
-	{Name: "spike", Frac: 0.15, From: 900, To: 900},
-	{Name: "cool-down", Frac: 0.10, From: 300, To: 300},
-	{Name: "quiet", Frac: 0.40, From: 40, To: 40},
+	{Name: "baseline", Frac: 0.08, From: 100, To: 100},
+	{Name: "ramp", Frac: 0.22, From: 100, To: 480},
+	{Name: "batch", Frac: 0.15, From: 300, To: 300, BatchCPU: 1.2},
+	{Name: "burst", Frac: 0.12, From: 1900, To: 1900},
+	{Name: "quiet", Frac: 0.43, From: 40, To: 40},
 }
 
 // Curve is a demand curve stretched over a duration.
@@ -33,6 +39,12 @@ type Curve struct {
 // At returns the demand and the phase name at t since the start; past the
 // end it stays at the last phase's final demand.
 func (c Curve) At(t time.Duration) (float64, string) {
+	d, p := c.PhaseAt(t)
+	return d, p.Name
+}
+
+// PhaseAt returns the demand and the phase at t since the start.
+func (c Curve) PhaseAt(t time.Duration) (float64, Phase) {
 	total := 0.0
 	for _, p := range c.Phases {
 		total += p.Frac
@@ -42,12 +54,12 @@ func (c Curve) At(t time.Duration) (float64, string) {
 		d := time.Duration(float64(c.Duration) * p.Frac / total)
 		if t < start+d {
 			f := float64(t-start) / float64(d)
-			return p.From + (p.To-p.From)*f, p.Name
+			return p.From + (p.To-p.From)*f, p
 		}
 		start += d
 	}
 	last := c.Phases[len(c.Phases)-1]
-	return last.To, last.Name
+	return last.To, last
 }
 
 // LoadChange is a moment the demand rises: the start of a phase whose

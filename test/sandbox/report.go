@@ -21,22 +21,37 @@ import (
 )
 
 // ReportFiles are the files of a report folder.
-var ReportFiles = []string{"timeline.csv", "chart.png", "chart.html", "events.txt", "summary.txt"}
+var ReportFiles = []string{"timeline.csv", "chart.png", "chart.html", "events.txt", "summary.txt",
+	"rules.yaml", "dashboard.txt", "dashboard.png", "dashboard.html"}
 
 // writeReport writes report-<timestamp>/ under cfg.ReportRoot.
-func writeReport(h *harness.Harness, cfg Config, curve Curve, samples []Sample) (string, error) {
+func writeReport(h *harness.Harness, cfg Config, curve Curve, res *Result) (string, error) {
 	dir := filepath.Join(cfg.ReportRoot, "report-"+time.Now().UTC().Format("20060102-150405"))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	title := fmt.Sprintf("Tidal sandbox: %.0fs demand curve, HorizontalAutoscaler %s/%s", cfg.Duration.Seconds(), Namespace, App)
-	files := map[string][]byte{
-		"timeline.csv": TimelineCSV(samples),
-		"chart.html":   ChartHTML(samples, title),
-		"summary.txt":  []byte(Summary(curve, samples)),
+	root, err := harness.RepoRoot()
+	if err != nil {
+		return "", err
 	}
-	var err error
+	rules, err := os.ReadFile(filepath.Join(root, RuleFile))
+	if err != nil {
+		return "", err
+	}
+	samples := res.Samples
+	title := fmt.Sprintf("Tidal sandbox: %.0fs demand curve, HorizontalAutoscaler %s/%s%s", cfg.Duration.Seconds(), Namespace, App, modeNote(cfg))
+	files := map[string][]byte{
+		"timeline.csv":   TimelineCSV(samples),
+		"chart.html":     ChartHTML(samples, title),
+		"summary.txt":    []byte(Summary(curve, samples) + modeSummary(cfg, res) + rulesSummary(rules) + dashboardSummary(res.Dashboard, samples)),
+		"rules.yaml":     rules,
+		"dashboard.txt":  []byte(DashboardText(res.Dashboard)),
+		"dashboard.html": DashboardHTML(res.Dashboard, samples),
+	}
 	if files["chart.png"], err = ChartPNG(samples, title); err != nil {
+		return dir, err
+	}
+	if files["dashboard.png"], err = DashboardPNG(res.Dashboard, samples); err != nil {
 		return dir, err
 	}
 	// The run's context may be cancelled (Ctrl-C): list events on a fresh one.
@@ -61,7 +76,7 @@ func TimelineCSV(samples []Sample) []byte {
 	w := csv.NewWriter(&b)
 	_ = w.Write([]string{"seconds", "phase", "demand_rps", "ready_pods", "queue", "capacity_rps",
 		"cpu_utilization_pct", "cpu_target_pct", "rps_per_pod", "rps_target", "queue_per_pod", "queue_target",
-		"deployment_replicas", "current_replicas", "desired_replicas", "winner", "decision"})
+		"deployment_replicas", "current_replicas", "desired_replicas", "winner", "decision", "dry_run", "fallback", "prometheus_down", "queue_length_served"})
 	f := func(v float64) string {
 		if math.IsNaN(v) {
 			return ""
@@ -74,33 +89,41 @@ func TimelineCSV(samples []Sample) []byte {
 			strconv.Itoa(s.Ready), f(math.Round(s.Queue)), f(float64(s.Ready) * podCapacity),
 			f(s.CPU), f(s.CPUTarget), f(s.RPS), f(s.RPSTarget), f(s.QueueM), f(s.QueueTgt),
 			strconv.Itoa(int(s.Spec)), strconv.Itoa(int(s.Current)), strconv.Itoa(int(s.Desired)), s.Winner, s.Reason,
+			s.DryRun, s.Fallback, strconv.FormatBool(s.PromDown), f(s.QueueServed),
 		})
 	}
 	w.Flush()
 	return []byte(b.String())
 }
 
-// ScaleEvent is one change of the Deployment's replicas.
+// ScaleEvent is one change of the Deployment's replicas (in a dry run: of
+// the count the autoscaler would write).
 type ScaleEvent struct {
 	At       time.Duration
 	From, To int32
 	Winner   string
+	// Driver is the metric that drove the change ("cpu", "rps", "queue")
+	// or Fallback; Note says how (see attribute).
+	Driver, Note string
 	// Cause is the load increase the scale-up answers (scale-ups only).
 	Cause *LoadChange
 	// ReadyAt is when To pods were ready; negative if never within the run.
 	ReadyAt time.Duration
 }
 
-// ScaleEvents lists the replica changes seen in the samples.
+// ScaleEvents lists the replica changes seen in the samples, each with the
+// metric that drove it.
 func ScaleEvents(curve Curve, samples []Sample) []ScaleEvent {
 	incs := curve.Increases()
+	dry := dryRun(samples)
 	var out []ScaleEvent
 	for i := 1; i < len(samples); i++ {
-		prev, cur := samples[i-1].Spec, samples[i].Spec
+		prev, cur := count(samples[i-1], dry), count(samples[i], dry)
 		if prev == 0 || cur == prev {
 			continue
 		}
 		e := ScaleEvent{At: samples[i].T, From: prev, To: cur, Winner: shortMetric(samples[i].Winner), ReadyAt: -1}
+		attribute(&e, samples, i)
 		if cur > prev {
 			for k := range incs {
 				if incs[k].At <= e.At {
@@ -131,7 +154,11 @@ func Summary(curve Curve, samples []Sample) string {
 	at := time.Duration(0)
 	for _, p := range curve.Phases {
 		d := time.Duration(float64(curve.Duration) * p.Frac / total)
-		fmt.Fprintf(&b, "  %6.0fs  %-10s %4.0f -> %4.0f req/s for %s\n", at.Seconds(), p.Name, p.From, p.To, d.Round(time.Second))
+		batch := ""
+		if p.BatchCPU > 0 {
+			batch = fmt.Sprintf(", plus %.1f cores of batch work shared by the pods", p.BatchCPU)
+		}
+		fmt.Fprintf(&b, "  %6.0fs  %-10s %4.0f -> %4.0f req/s for %s%s\n", at.Seconds(), p.Name, p.From, p.To, d.Round(time.Second), batch)
 		at += d
 	}
 	fmt.Fprintf(&b, "\nHorizontalAutoscaler: cpu %d%% of request, http_requests_per_second %d/pod, external queue_length %d/pod; %d..%d replicas.\n",
@@ -142,8 +169,11 @@ func Summary(curve Curve, samples []Sample) string {
 		return b.String()
 	}
 	events := ScaleEvents(curve, samples)
+	if dryRun(samples) {
+		b.WriteString("Dry run: the autoscaler never wrote /scale; the changes below are the counts it would have written.\n")
+	}
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "at\tchange\tmetric\tcause\tdecided after\tready after")
+	fmt.Fprintln(w, "at\tchange\tled by\tcause\tdecided after\tready after\thow")
 	for _, e := range events {
 		cause, decided, readyAfter := "-", "-", "-"
 		base := e.At
@@ -159,12 +189,20 @@ func Summary(curve Curve, samples []Sample) string {
 		if e.To < e.From {
 			kind = "down"
 		}
-		fmt.Fprintf(w, "%.0fs\t%s %d -> %d\t%s\t%s\t%s\t%s\n", e.At.Seconds(), kind, e.From, e.To, orDash(e.Winner), cause, decided, readyAfter)
+		fmt.Fprintf(w, "%.0fs\t%s %d -> %d\t%s\t%s\t%s\t%s\t%s\n", e.At.Seconds(), kind, e.From, e.To, orDash(e.Driver), cause, decided, readyAfter, e.Note)
 	}
 	_ = w.Flush()
 	if len(events) == 0 {
 		b.WriteString("  (no replica changes)\n")
 	}
+	leaders := Leaders(events)
+	var led []string
+	for _, m := range []string{"cpu", "rps", "queue", Fallback} {
+		if leaders[m] > 0 {
+			led = append(led, fmt.Sprintf("%s %d", m, leaders[m]))
+		}
+	}
+	fmt.Fprintf(&b, "\nChanges led: %s.\n", orDash(strings.Join(led, ", ")))
 	first, last := samples[0], samples[len(samples)-1]
 	peak, peakAt := first.Spec, first.T
 	maxQueue := 0.0
@@ -177,12 +215,13 @@ func Summary(curve Curve, samples []Sample) string {
 	fmt.Fprintf(&b, "\nReplicas: %d at start, peak %d (at %.0fs), %d at the end. Largest queue: %.0f jobs.\n",
 		first.Spec, peak, peakAt.Seconds(), last.Spec, maxQueue)
 	b.WriteString(`
-"decided after" is from the load change to the autoscaler's new replica
-count, "ready after" from the load change to that many ready pods. Scale-ups
-are attributed to the latest load increase at or before them.
-http_requests_per_second is the default rules' rate(...[2m]): it trails the
-load, and reads low for pods younger than two minutes (rate divides by the
-whole window), so cpu and the queue lead the short runs.
+"led by" is the metric whose proposal won the decision that made the change
+(status.tidal.decision.winner): cpu (utilization), rps (the Pods metric
+http_requests_per_second) or queue (the External metric queue_length); a
+scale-down held by the stabilization window is credited to the metric whose
+proposal the window kept. "decided after" is from the load change to the new
+replica count, "ready after" from the load change to that many ready pods.
+Scale-ups are attributed to the latest load increase at or before them.
 `)
 	return b.String()
 }

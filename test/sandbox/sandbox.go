@@ -1,13 +1,16 @@
 // Package sandbox runs Tidal's demo on the local harness: `tidal adapter`
-// with the chart's default rules, `tidal autoscaler` (mode crd), a demo
-// Deployment run by kwok, a HorizontalAutoscaler on CPU, requests per
-// second and queue length, and a load simulator that drives the harness
-// exporter along a demand curve. It prints a live view and writes a report
-// folder (timeline.csv, chart.png, chart.html, events.txt, summary.txt).
+// with the app's own rule file (rules.yaml), `tidal autoscaler` (mode crd),
+// a demo Deployment run by kwok, a HorizontalAutoscaler on CPU, requests
+// per second and queue length, and a load simulator that drives the
+// harness exporter along a demand curve. Prometheus also scrapes both Tidal
+// components as the chart's ServiceMonitors would, so the chart's Grafana
+// dashboard can be queried. It prints a live view and writes a report
+// folder (see ReportFiles).
 package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -47,9 +50,10 @@ const (
 	// cpuRequest is each pod's CPU request (cores).
 	cpuRequest = 0.25
 	// costPerRequest is CPU-seconds per request; podCapacity the requests
-	// per second a pod can serve (its CPU then is 0.3 cores, 120% of the
-	// request); idleCPU what an idle pod uses.
-	costPerRequest = 0.002
+	// per second a pod can serve (its CPU then is 0.16 cores, 64% of the
+	// request, so requests per pod reach their target before CPU does);
+	// idleCPU what an idle pod uses.
+	costPerRequest = 0.001
 	podCapacity    = 150.0
 	idleCPU        = 0.01
 	// Memory: a base working set plus some per request per second.
@@ -67,6 +71,15 @@ const (
 	// initialReplicas is the Deployment's size before the autoscaler acts.
 	initialReplicas = 2
 )
+
+// spec.fallback of the demo autoscaler with --fallback (behavior static).
+const (
+	FallbackThreshold = 2
+	FallbackReplicas  = 4
+)
+
+// RuleFile is the demo app's rule file, relative to the repository.
+const RuleFile = "test/sandbox/rules.yaml"
 
 // Config is one sandbox run.
 type Config struct {
@@ -87,6 +100,20 @@ type Config struct {
 	Out io.Writer
 	// Logf receives the harness's progress; nil is silent.
 	Logf func(format string, args ...any)
+	// DryRun sets the demo autoscaler's spec.dryRun: it decides and
+	// reports every sync but never writes /scale.
+	DryRun bool
+	// Fallback sets spec.fallback and stops Prometheus during
+	// OutageWindow, so every metric fails for a while.
+	Fallback bool
+}
+
+// OutageWindow is when a --fallback run stops Prometheus: from 65% of the
+// curve for 15% of it (at least 20s), in the quiet phase, leaving time to
+// see the return to normal.
+func OutageWindow(duration time.Duration) (start, end time.Duration) {
+	start = duration * 65 / 100
+	return start, start + max(duration*15/100, 20*time.Second)
 }
 
 // Result is what a run produced.
@@ -95,7 +122,15 @@ type Result struct {
 	Samples   []Sample
 	// Started is the number of replicas at the start of the curve.
 	Started int32
+	// Dashboard is every dashboard query's answer over the run; nil when
+	// it could not be read.
+	Dashboard *DashboardResult
+	// Outage is when Prometheus was stopped (--fallback); zero otherwise.
+	Outage Outage
 }
+
+// Outage is a stop of Prometheus, times since the start of the curve.
+type Outage struct{ From, To time.Duration }
 
 // Run starts the sandbox, drives the demand curve, writes the report and
 // stops everything. When ctx ends early, the report covers what ran.
@@ -144,23 +179,23 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
-	if err := setup(ctx, h, b.bin, cfg.Duration, out); err != nil {
+	if err := setup(ctx, h, b.bin, cfg, out); err != nil {
 		return nil, err
 	}
 	return drive(ctx, h, cfg)
 }
 
-// setup starts the adapter and the autoscaler, and creates the demo app and
-// its HorizontalAutoscaler.
-func setup(ctx context.Context, h *harness.Harness, bin string, duration time.Duration, out io.Writer) error {
+// setup starts the adapter and the autoscaler, has Prometheus scrape them,
+// and creates the demo app and its HorizontalAutoscaler.
+func setup(ctx context.Context, h *harness.Harness, bin string, cfg Config, out io.Writer) error {
 	root, err := harness.RepoRoot()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "sandbox: starting tidal adapter (chart default rules) and tidal autoscaler (mode crd) ...")
-	if _, err := h.StartAdapter(ctx, harness.AdapterOptions{
+	fmt.Fprintf(out, "sandbox: starting tidal adapter (rules: %s) and tidal autoscaler (mode crd) ...\n", RuleFile)
+	adapter, err := h.StartAdapter(ctx, harness.AdapterOptions{
 		Binary:   bin,
-		RuleFile: filepath.Join(root, "manifests", "charts", "tidal", "files", "default-rules.yaml"),
+		RuleFile: filepath.Join(root, RuleFile),
 		Args:     []string{"--metrics-relist-interval=5s"},
 		APIServices: [][2]string{
 			{"custom.metrics.k8s.io", "v1beta1"},
@@ -168,21 +203,27 @@ func setup(ctx context.Context, h *harness.Harness, bin string, duration time.Du
 			{"external.metrics.k8s.io", "v1beta1"},
 			{"metrics.k8s.io", "v1beta1"},
 		},
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("tidal adapter: %w", err)
 	}
 	if _, err := h.ApplyCRDs(ctx, filepath.Join(root, "manifests", "crd")); err != nil {
 		return err
 	}
-	if _, err := h.StartAutoscaler(ctx, harness.AutoscalerOptions{
+	autoscaler, err := h.StartAutoscaler(ctx, harness.AutoscalerOptions{
 		Binary: bin,
 		Args: []string{
 			"--horizontal-pod-autoscaler-sync-period=5s",
 			"--horizontal-pod-autoscaler-cpu-initialization-period=15s",
 			"--horizontal-pod-autoscaler-initial-readiness-delay=5s",
 		},
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("tidal autoscaler: %w", err)
+	}
+	fmt.Fprintln(out, "sandbox: Prometheus now also scrapes tidal adapter, tidal autoscaler and kube-apiserver (the dashboard's sources) ...")
+	if err := scrapeTidal(ctx, h, adapter.Port, autoscaler.SecurePort); err != nil {
+		return err
 	}
 	if err := h.EnsureNamespace(ctx, Namespace); err != nil {
 		return err
@@ -201,7 +242,7 @@ func setup(ctx context.Context, h *harness.Harness, bin string, duration time.Du
 	if err != nil {
 		return err
 	}
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(HorizontalAutoscaler(duration))
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(HorizontalAutoscaler(cfg))
 	if err != nil {
 		return err
 	}
@@ -209,12 +250,12 @@ func setup(ctx context.Context, h *harness.Harness, bin string, duration time.Du
 	return err
 }
 
-// HorizontalAutoscaler is the demo's autoscaler. Its scale-down
+// HorizontalAutoscaler is the demo's autoscaler for cfg. Its scale-down
 // stabilization is a tenth of the curve (at least 10s, at most 60s) so the
 // quiet phase shows a scale-down.
-func HorizontalAutoscaler(duration time.Duration) *tidalv1.HorizontalAutoscaler {
-	window := int32(min(max(duration/10, 10*time.Second), time.Minute) / time.Second)
-	return &tidalv1.HorizontalAutoscaler{
+func HorizontalAutoscaler(cfg Config) *tidalv1.HorizontalAutoscaler {
+	window := int32(min(max(cfg.Duration/10, 10*time.Second), time.Minute) / time.Second)
+	ha := &tidalv1.HorizontalAutoscaler{
 		TypeMeta:   metav1.TypeMeta{APIVersion: tidalv1.SchemeGroupVersion.String(), Kind: "HorizontalAutoscaler"},
 		ObjectMeta: metav1.ObjectMeta{Name: App, Namespace: Namespace},
 		Spec: tidalv1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: autoscalingv2.HorizontalPodAutoscalerSpec{
@@ -240,6 +281,11 @@ func HorizontalAutoscaler(duration time.Duration) *tidalv1.HorizontalAutoscaler 
 			},
 		}},
 	}
+	ha.Spec.DryRun = cfg.DryRun
+	if cfg.Fallback {
+		ha.Spec.Fallback = &tidalv1.Fallback{FailureThreshold: FallbackThreshold, Replicas: FallbackReplicas, Behavior: tidalv1.FallbackStatic}
+	}
+	return ha
 }
 
 // Sample is one second of the run.
@@ -259,6 +305,44 @@ type Sample struct {
 	Current, Desired int32
 	Spec             int32
 	Winner, Reason   string
+	// Decision is status.tidal.decision; nil before the first.
+	Decision *tidalv1.Decision
+	// DryRun and Fallback are those conditions as "Status/Reason", empty
+	// when absent.
+	DryRun, Fallback string
+	// PromDown is true while the sandbox has Prometheus stopped.
+	PromDown bool
+	// QueueServed is queue_length as external.metrics.k8s.io serves it
+	// (what the autoscaler reads); NaN when it could not be read.
+	QueueServed float64
+}
+
+// servedQueue reads queue_length from external.metrics.k8s.io as the
+// autoscaler does, every second: the live view then shows what the
+// adapter serves, and the adapter answers most of these reads from its
+// short query cache (the dashboard's cache hits).
+func servedQueue(ctx context.Context, h *harness.Harness) float64 {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	data, err := h.Client.Discovery().RESTClient().Get().
+		AbsPath("/apis/external.metrics.k8s.io/v1beta1/namespaces", Namespace, "queue_length").
+		Param("labelSelector", "queue="+Queue).DoRaw(ctx)
+	if err != nil {
+		return math.NaN()
+	}
+	var list struct {
+		Items []struct {
+			Value resource.Quantity `json:"value"`
+		} `json:"items"`
+	}
+	if json.Unmarshal(data, &list) != nil || len(list.Items) == 0 {
+		return math.NaN()
+	}
+	total := 0.0
+	for _, it := range list.Items {
+		total += it.Value.AsApproximateFloat64()
+	}
+	return total
 }
 
 // simulator is the load balancer and the pods' series.
@@ -268,8 +352,9 @@ type simulator struct {
 	live  map[string]bool
 }
 
-// step advances one second at demand over the ready pods.
-func (s *simulator) step(demand float64, ready []string, dt float64) {
+// step advances one second at demand over the ready pods, which share
+// batch cores of background work.
+func (s *simulator) step(demand, batch float64, ready []string, dt float64) {
 	capacity := podCapacity * float64(len(ready))
 	backlog := s.queue + demand*dt
 	served := math.Min(backlog, capacity*dt)
@@ -279,7 +364,7 @@ func (s *simulator) step(demand float64, ready []string, dt float64) {
 	for _, pod := range ready {
 		now[pod] = true
 		share := demand / float64(len(ready))
-		s.ex.SetPodCPU(Namespace, pod, Container, idleCPU+math.Min(share, podCapacity)*costPerRequest)
+		s.ex.SetPodCPU(Namespace, pod, Container, idleCPU+batch/float64(len(ready))+math.Min(share, podCapacity)*costPerRequest)
 		s.ex.SetPodMemory(Namespace, pod, Container, baseMemory+share*memoryPerRate)
 		s.ex.SetCounterRate("http_requests_total", exporter.Labels{"namespace": Namespace, "pod": pod}, share)
 	}
@@ -331,6 +416,7 @@ func drive(ctx context.Context, h *harness.Harness, cfg Config) (*Result, error)
 	var mu sync.Mutex
 	var status *tidalv1.HorizontalAutoscaler
 	var spec int32
+	served := math.NaN()
 	pollCtx := ctx
 	go func() {
 		t := time.NewTicker(time.Second)
@@ -345,7 +431,9 @@ func drive(ctx context.Context, h *harness.Harness, cfg Config) (*Result, error)
 				ha = nil
 			}
 			d, derr := h.Client.AppsV1().Deployments(Namespace).Get(pollCtx, App, metav1.GetOptions{})
+			q := servedQueue(pollCtx, h)
 			mu.Lock()
+			served = q
 			if ha != nil {
 				status = ha
 			}
@@ -363,6 +451,7 @@ func drive(ctx context.Context, h *harness.Harness, cfg Config) (*Result, error)
 
 	res := &Result{Started: initialReplicas}
 	start := time.Now()
+	outage := newOutage(h, cfg, out)
 	fmt.Fprintf(out, "sandbox: watch it from another shell with: export KUBECONFIG=%s; %s -n %s get ha,pods\n",
 		h.AdminKubeconfig, filepath.Join(h.ToolsDir(), "kubectl"), Namespace)
 	fmt.Fprintf(out, "sandbox: demand curve running for %s (Ctrl-C stops early and still writes the report)\n", cfg.Duration)
@@ -377,7 +466,9 @@ func drive(ctx context.Context, h *harness.Harness, cfg Config) (*Result, error)
 			return
 		}
 		reportWritten = true
-		dir, err := writeReport(h, cfg, curve, res.Samples)
+		res.Outage = outage.finish(time.Since(start))
+		res.Dashboard = queryDashboard(h, curve, start, time.Now())
+		dir, err := writeReport(h, cfg, curve, res)
 		if err != nil {
 			fmt.Fprintln(out, "sandbox: report:", err)
 			return
@@ -393,9 +484,10 @@ func drive(ctx context.Context, h *harness.Harness, cfg Config) (*Result, error)
 		case <-tick.C:
 		}
 		t := time.Since(start)
-		demand, phase := curve.At(t)
+		demand, phase := curve.PhaseAt(t)
 		names := readyPods()
-		sim.step(demand, names, 1)
+		sim.step(demand, phase.BatchCPU, names, 1)
+		promDown := outage.at(ctx, t)
 		if t > cfg.Duration {
 			if !reportWritten {
 				writeReport()
@@ -407,8 +499,10 @@ func drive(ctx context.Context, h *harness.Harness, cfg Config) (*Result, error)
 			continue
 		}
 		mu.Lock()
-		s := sample(t, phase, demand, len(names), sim.queue, status, spec)
+		s := sample(t, phase.Name, demand, len(names), sim.queue, status, spec)
+		s.QueueServed = served
 		mu.Unlock()
+		s.PromDown = promDown
 		res.Samples = append(res.Samples, s)
 		if cfg.PrintEvery > 0 && (lastPrint < 0 || t-lastPrint >= cfg.PrintEvery) {
 			lastPrint = t
@@ -455,6 +549,15 @@ func sample(t time.Duration, phase string, demand float64, readyPods int, queue 
 	s.Reason = reason(ha)
 	if st.Tidal != nil && st.Tidal.Decision != nil {
 		s.Winner = st.Tidal.Decision.Winner
+		s.Decision = st.Tidal.Decision.DeepCopy()
+	}
+	for _, c := range st.Conditions {
+		switch string(c.Type) {
+		case "DryRun":
+			s.DryRun = string(c.Status) + "/" + c.Reason
+		case "Fallback":
+			s.Fallback = string(c.Status) + "/" + c.Reason
+		}
 	}
 	return s
 }
@@ -514,7 +617,15 @@ func liveLine(s Sample) string {
 		fmtNum(s.CPU, "%")+"/"+fmtNum(s.CPUTarget, "%"),
 		fmtNum(s.RPS, "")+"/"+fmtNum(s.RPSTarget, ""),
 		fmtNum(s.QueueM, "")+"/"+fmtNum(s.QueueTgt, ""),
-		replicas(s), s.Reason)
+		replicas(s), liveReason(s))
+}
+
+// liveReason is the last decision, with the sandbox's Prometheus outage.
+func liveReason(s Sample) string {
+	if s.PromDown {
+		return "[Prometheus stopped] " + s.Reason
+	}
+	return s.Reason
 }
 
 // replicas is "current→desired" of the autoscaler's status, "-" before it
