@@ -217,3 +217,30 @@ func TestLegend(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeRuleExcerpt: the README's rules example is an excerpt of the
+// sandbox's rule file, line for line and in order, so it is the rule the
+// sandbox serves.
+func TestReadmeRuleExcerpt(t *testing.T) {
+	readme := string(readRepoFile(t, "README.md"))
+	rules := strings.Split(string(readRepoFile(t, RuleFile)), "\n")
+	link := strings.Index(readme, "("+RuleFile+")")
+	if link < 0 {
+		t.Fatalf("README.md does not link %s", RuleFile)
+	}
+	start := strings.Index(readme[link:], "```yaml\n")
+	if start < 0 {
+		t.Fatalf("no yaml block after README.md's link to %s", RuleFile)
+	}
+	block := readme[link+start+len("```yaml\n"):]
+	block = block[:strings.Index(block, "```")]
+	k := 0
+	for _, line := range strings.Split(strings.TrimRight(block, "\n"), "\n") {
+		for k < len(rules) && rules[k] != line {
+			k++
+		}
+		if k == len(rules) {
+			t.Fatalf("README.md's rules example line %q is not in %s (in this order); copy the excerpt from the file", line, RuleFile)
+		}
+	}
+}
