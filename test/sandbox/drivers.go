@@ -22,14 +22,16 @@ const decisionSlack = 4 * time.Second
 const Fallback = "fallback"
 
 // attribute sets e.Driver and e.Note from the samples around samples[i].
-func attribute(e *ScaleEvent, samples []Sample, i int) {
+// In a dry run every decision starts from the Deployment's unchanged count,
+// so only its outcome is matched.
+func attribute(e *ScaleEvent, samples []Sample, i int, dry bool) {
 	j := -1
 	for k := range samples {
 		d := samples[k].Decision
 		if d == nil || samples[k].T < samples[i].T-decisionSlack || samples[k].T > samples[i].T+decisionSlack {
 			continue
 		}
-		if d.CurrentReplicas == e.From && d.DesiredReplicas == e.To {
+		if (dry || d.CurrentReplicas == e.From) && d.DesiredReplicas == e.To {
 			j = k
 			break
 		}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"os"
+	"strings"
 	"path/filepath"
 	"testing"
 	"time"
@@ -60,6 +61,8 @@ func TestScaleEventDrivers(t *testing.T) {
 		samples []Sample
 		want    []string // driver per change
 		leaders map[string]int
+		// unmatched: no recorded decision made the change.
+		unmatched bool
 	}{
 		{
 			name: "the winner of the decision that made the change",
@@ -98,14 +101,14 @@ func TestScaleEventDrivers(t *testing.T) {
 			samples: run(step{spec: 2, desired: 2, dec: dec(2, 2, 2, cpuName), dryRun: "True/WouldNotScale"},
 				step{spec: 2, desired: 5, dec: dec(2, 5, 5, queueName), dryRun: "True/WouldScale"},
 				step{spec: 2, desired: 3, dec: dec(2, 3, 3, rpsName), dryRun: "True/WouldScale"}),
-			// 2→5 then 5→3: the second decision was made from the
-			// Deployment's 2, so no decision 5→3 is found; the winner then.
+			// Each decision starts from the Deployment's 2; its outcome
+			// matches the change.
 			want: []string{"queue", "rps"}, leaders: map[string]int{"queue": 1, "rps": 1},
 		},
 		{
 			name:    "no decision recorded: the winner at the time",
 			samples: run(step{spec: 2}, step{spec: 3}),
-			want:    []string{""}, leaders: map[string]int{},
+			want:    []string{""}, leaders: map[string]int{}, unmatched: true,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,6 +119,9 @@ func TestScaleEventDrivers(t *testing.T) {
 			for i, e := range events {
 				if e.Driver != tc.want[i] {
 					t.Errorf("change %d→%d at %s driven by %q (%s), want %q", e.From, e.To, e.At, e.Driver, e.Note, tc.want[i])
+				}
+				if got := strings.HasPrefix(e.Note, "no decision"); got != tc.unmatched {
+					t.Errorf("change %d→%d at %s: note %q, want a decision matched: %v", e.From, e.To, e.At, e.Note, !tc.unmatched)
 				}
 			}
 			got := Leaders(events)

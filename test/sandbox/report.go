@@ -123,7 +123,7 @@ func ScaleEvents(curve Curve, samples []Sample) []ScaleEvent {
 			continue
 		}
 		e := ScaleEvent{At: samples[i].T, From: prev, To: cur, Winner: shortMetric(samples[i].Winner), ReadyAt: -1}
-		attribute(&e, samples, i)
+		attribute(&e, samples, i, dry)
 		if cur > prev {
 			for k := range incs {
 				if incs[k].At <= e.At {
