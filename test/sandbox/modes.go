@@ -116,6 +116,10 @@ func dashboardSummary(d *DashboardResult, samples []Sample) string {
 	if d == nil {
 		return b.String()
 	}
+	var desired int32
+	for _, s := range samples {
+		desired = max(desired, s.Desired)
+	}
 	for _, r := range d.Results {
 		if !strings.HasPrefix(r.Query.Expr, "tidal_autoscaler_hpa_status_desired_replicas{") {
 			continue
@@ -125,13 +129,9 @@ func dashboardSummary(d *DashboardResult, samples []Sample) string {
 			for _, p := range s.Points {
 				hi = math.Max(hi, p.V)
 			}
-			fmt.Fprintf(&b, "  Its panel %q: %s peaked at %s", r.Query.Panel, Legend(r.Query.Legend, s.Labels), trimNum(hi))
+			fmt.Fprintf(&b, "  Its panel %q: %s peaked at %s; the report's status.desiredReplicas peaked at %d.\n",
+				r.Query.Panel, Legend(r.Query.Legend, s.Labels), trimNum(hi), desired)
 		}
 	}
-	var desired int32
-	for _, s := range samples {
-		desired = max(desired, s.Desired)
-	}
-	fmt.Fprintf(&b, "; the report's status.desiredReplicas peaked at %d.\n", desired)
 	return b.String()
 }

@@ -81,6 +81,11 @@ func TestSandboxShortRun(t *testing.T) {
 			t.Errorf("timeline.csv: %d rows, %v", len(rows), err)
 		}
 	}
+	if keep := os.Getenv("TIDAL_SANDBOX_REPORT_COPY"); keep != "" {
+		if err := os.CopyFS(filepath.Join(keep, filepath.Base(res.ReportDir)), os.DirFS(res.ReportDir)); err != nil {
+			t.Logf("copy the report: %v", err)
+		}
+	}
 	if !t.Failed() {
 		return
 	}
