@@ -136,6 +136,7 @@ func (o *Options) Config() (*Config, error) {
 		SyncPeriod: o.HPA.SyncPeriod, Workers: int(o.HPA.ConcurrentSyncs),
 		Registerer: reg, Handover: ho, Namespace: o.Namespace,
 		StatusMetricsMinInterval: o.StatusMetricsMinInterval,
+		GuardOtherWriters:        o.GuardOtherWriters,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the controller: %w", err)

@@ -42,6 +42,9 @@ type Options struct {
 	// StatusMetricsMinInterval bounds status writes whose only change is
 	// currentMetrics values to one per interval; 0: every change written.
 	StatusMetricsMinInterval time.Duration
+	// GuardOtherWriters stops acting on an autoscaler that another writer
+	// also acts on (controller/guard.go).
+	GuardOtherWriters bool
 
 	HPA            HPAControllerOptions
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
@@ -94,10 +97,11 @@ func NewOptions() *Options {
 		// about 300 autoscalers per 15 s period: this client serves one
 		// controller, whose steady cost is one status write per autoscaler
 		// per period when metrics move (1,000 autoscalers: about 70/s).
-		KubeAPIQPS:     100,
-		KubeAPIBurst:   200,
-		KubeAPITimeout: DefaultKubeAPITimeout,
-		Mode:           string(source.ModeCRD),
+		KubeAPIQPS:        100,
+		KubeAPIBurst:      200,
+		KubeAPITimeout:    DefaultKubeAPITimeout,
+		Mode:              string(source.ModeCRD),
+		GuardOtherWriters: true,
 		HPA: HPAControllerOptions{
 			SyncPeriod:                   15 * time.Second,
 			Tolerance:                    0.1,
@@ -149,6 +153,11 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"Write a status whose only change is the values of status.currentMetrics at most once per this interval (tidal's; not a "+
 			"kube-controller-manager flag). Replicas, desired count and conditions are written at once. 0 writes every change, as "+
 			"kube-controller-manager does.")
+	nfs.FlagSet("horizontal pod autoscaler").BoolVar(&o.GuardOtherWriters, "guard-other-writers", o.GuardOtherWriters,
+		"Stop acting on an autoscaler that another writer acts on, with condition Conflict and a Warning event: in crd mode a "+
+			"HorizontalAutoscaler whose workload an autoscaling/v2 HPA also scales does not write /scale (in dry run it compares "+
+			"its decisions with the HPA's instead; needs list and watch of horizontalpodautoscalers); in native mode an HPA whose "+
+			"status another controller writes (kube-controller-manager's HPA controller left on) is not reconciled. false turns both off.")
 
 	fs = nfs.FlagSet("leader election")
 	options.BindLeaderElectionFlags(&o.LeaderElection, fs)

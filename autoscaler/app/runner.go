@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/scale"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	resourceclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	customclient "k8s.io/metrics/pkg/client/custom_metrics"
 	externalclient "k8s.io/metrics/pkg/client/external_metrics"
@@ -31,6 +32,7 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/controller"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/guard"
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 	"github.com/tidal-autoscaler/tidal/autoscaler/shard"
@@ -57,7 +59,16 @@ type clusterConfig struct {
 	Namespace string
 	// StatusMetricsMinInterval is --status-metrics-min-interval.
 	StatusMetricsMinInterval time.Duration
+	// GuardOtherWriters is --guard-other-writers.
+	GuardOtherWriters bool
 }
+
+// otherWriterHold is how long a native HPA stays left alone after another
+// controller was last seen writing its status (guard.StatusWriters): long
+// enough that a controller whose decisions rarely change (it writes only
+// changes) is not taken for gone between two of its writes, short enough
+// that turning it off hands the HPA back within minutes.
+func otherWriterHold(syncPeriod time.Duration) time.Duration { return 10 * syncPeriod }
 
 // withProtobuf returns a copy of cfg that sends protobuf and accepts it
 // before JSON, for clients of built-in and metrics.k8s.io types (custom
@@ -172,9 +183,22 @@ func (r *runner) newTerm() *term {
 	// The autoscalers' informer resyncs every sync period (a backstop to
 	// the queue's own periodic requeue, as upstream); pods never resync,
 	// and are cached slim (clustercache.CacheTransform).
+	transform := clustercache.CacheTransform
+	if c.GuardOtherWriters && c.Mode == source.ModeNative {
+		// The HPAs' managed fields say who writes their status; they are
+		// read here, before the cache drops them.
+		writers := guard.NewStatusWriters(source.FieldManager, otherWriterHold(c.SyncPeriod), nil)
+		t.options.StatusWriters = writers
+		transform = func(obj any) (any, error) {
+			if hpa, ok := obj.(*autoscalingv2.HorizontalPodAutoscaler); ok {
+				writers.Observe(hpa)
+			}
+			return clustercache.CacheTransform(obj)
+		}
+	}
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithCustomResyncConfig(
 		map[metav1.Object]time.Duration{&autoscalingv2.HorizontalPodAutoscaler{}: c.SyncPeriod}),
-		informers.WithTransform(clustercache.CacheTransform), informers.WithNamespace(c.Namespace))
+		informers.WithTransform(transform), informers.WithNamespace(c.Namespace))
 	t.start = append(t.start, factory.Start)
 	t.shutdown = append(t.shutdown, factory.Shutdown)
 
@@ -190,6 +214,15 @@ func (r *runner) newTerm() *term {
 		src = source.NativeSource(factory, c.Client.AutoscalingV2())
 	} else {
 		src = source.CRDSourceIn(r.crdClient, c.Namespace, c.SyncPeriod)
+		if c.GuardOtherWriters {
+			// Not waited for: without RBAC to list HPAs the guard knows
+			// nothing and the controller acts as without it.
+			hpas, err := guard.NewHPAs(factory.Autoscaling().V2().HorizontalPodAutoscalers().Informer())
+			if err != nil {
+				klog.Background().Error(err, "The other-writer guard is off")
+			}
+			t.options.OtherHPAs = hpas
+		}
 		var informerDone sync.WaitGroup
 		t.start = append(t.start, func(stop <-chan struct{}) { informerDone.Go(func() { src.Informer().Run(stop) }) })
 		t.shutdown = append(t.shutdown, informerDone.Wait)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/guard"
 	"github.com/tidal-autoscaler/tidal/autoscaler/history"
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
@@ -72,6 +73,10 @@ type Options struct {
 	// the values of status.currentMetrics to one per interval
 	// (statuswrites.go); 0: every change is written, as upstream does.
 	StatusMetricsMinInterval time.Duration
+	// OtherHPAs (crd mode) and StatusWriters (native mode) are the
+	// other-writer guard's (guard.go); nil: not checked.
+	OtherHPAs     *guard.HPAs
+	StatusWriters *guard.StatusWriters
 }
 
 // Handover is what leader election tells a new leader about the previous
@@ -139,6 +144,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 			clock: o.Clock, history: history.NewStore(refresh), selectors: clustercache.NewSelectorTracker(),
 			podClient: o.PodClient, deployment: o.ScaleCache.Deployment,
 			statusInterval: o.StatusMetricsMinInterval, statusWrites: newStatusWrites(),
+			otherHPAs: o.OtherHPAs, writers: o.StatusWriters,
 		},
 		queue: workqueue.NewTypedDelayingQueueWithConfig(
 			workqueue.TypedDelayingQueueConfig[string]{Name: source.ComponentName, MetricsProvider: o.Monitor.Queue()},

@@ -42,6 +42,7 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/guard"
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
@@ -75,6 +76,11 @@ type world struct {
 	// metricFailures is the persisted count of all-failed syncs the
 	// autoscalers start with.
 	metricFailures int32
+	// guard turns on the other-writer guard: in crd mode otherHPAs are the
+	// cluster's autoscaling/v2 HPAs (guard.HPAs over a synced informer);
+	// in native mode fixture.writers is the StatusWriters the test feeds.
+	guard     bool
+	otherHPAs []*autoscalingv2.HorizontalPodAutoscaler
 }
 
 // tidalAnnotations are native mode's annotations for t.
@@ -119,6 +125,8 @@ type fixture struct {
 	scaleGets    int
 	// reg holds the controller's self-metrics.
 	reg *prometheus.Registry
+	// writers is the native mode's guard (world.guard).
+	writers *guard.StatusWriters
 }
 
 func newFixture(t *testing.T, mode source.Mode, w world, hpas ...*autoscalingv2.HorizontalPodAutoscaler) *fixture {
@@ -154,8 +162,29 @@ func newFixture(t *testing.T, mode source.Mode, w world, hpas ...*autoscalingv2.
 			kubeObjs = append(kubeObjs, h.DeepCopy())
 		}
 	}
+	if mode == source.ModeCRD {
+		for _, h := range w.otherHPAs {
+			kubeObjs = append(kubeObjs, h.DeepCopy())
+		}
+	}
 	f.kube = fake.NewClientset(kubeObjs...)
 	factory := informers.NewSharedInformerFactory(f.kube, 15*time.Second)
+	var otherHPAs *guard.HPAs
+	switch {
+	case w.guard && mode == source.ModeCRD:
+		inf := factory.Autoscaling().V2().HorizontalPodAutoscalers().Informer()
+		var err error
+		otherHPAs, err = guard.NewHPAs(inf)
+		must(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		go inf.Run(ctx.Done())
+		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			t.Fatal("the HPA informer did not sync")
+		}
+	case w.guard:
+		f.writers = guard.NewStatusWriters(source.FieldManager, time.Minute, testingclock.NewFakePassiveClock(now))
+	}
 	for _, p := range w.pods {
 		must(t, factory.Core().V1().Pods().Informer().GetIndexer().Add(p))
 	}
@@ -210,7 +239,7 @@ func newFixture(t *testing.T, mode source.Mode, w world, hpas ...*autoscalingv2.
 		Metrics:  metrics.NewRESTClient(resourceMetricsFake(w).MetricsV1beta1(), customMetricsFake(w), externalMetricsFake(w)),
 		Recorder: f.recorder, Decision: decision.DefaultConfig(), SyncPeriod: 15 * time.Second,
 		Clock: testingclock.NewFakePassiveClock(now), Handover: w.handover, Monitor: mon,
-		PodClient: f.kube.CoreV1(),
+		PodClient: f.kube.CoreV1(), OtherHPAs: otherHPAs, StatusWriters: f.writers,
 	})
 	must(t, err)
 	f.ctrl.takeOver(klog.Background())

@@ -25,6 +25,7 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/guard"
 	"github.com/tidal-autoscaler/tidal/autoscaler/history"
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
@@ -88,6 +89,10 @@ type reconciler struct {
 	// are the last writes it counts from (statuswrites.go).
 	statusInterval time.Duration
 	statusWrites   *statusWrites
+	// otherHPAs (crd mode) and writers (native mode) are the other-writer
+	// guard's (guard.go); nil: not checked.
+	otherHPAs *guard.HPAs
+	writers   *guard.StatusWriters
 }
 
 // reconcileKey reconciles the object named key; deleted is true when it is
@@ -102,6 +107,9 @@ func (r *reconciler) reconcileKey(ctx context.Context, key string) (deleted bool
 		klog.FromContext(ctx).V(2).Info("Autoscaler has been deleted", "kind", r.source.Kind(), "autoscaler", klog.KRef(namespace, name))
 		r.history.Forget(key)
 		r.statusWrites.forget(key)
+		if r.writers != nil {
+			r.writers.Forget(key)
+		}
 		r.monitor.Forget(namespace, name) // a reconcile that ended after the delete event
 		return true, nil
 	}
@@ -145,6 +153,11 @@ type step struct {
 	selection int
 	held      bool
 	heldFrom  int32
+	// The guard's (guard.go): conflict means /scale is not written; shadow
+	// is the HPA a dry run compares with, shadowStatus the comparison.
+	conflict     bool
+	shadow       *autoscalingv2.HorizontalPodAutoscaler
+	shadowStatus *v1alpha1.ShadowComparison
 }
 
 // reconcile is upstream's reconcileAutoscaler: read the target's scale,
@@ -166,6 +179,10 @@ func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key strin
 	if err := r.checkSpec(ctx, s); err != nil {
 		return err
 	}
+	if r.guardWriters(ctx, s) {
+		return nil
+	}
+	r.guardTargets(ctx, s)
 	if err := r.readScale(ctx, s); err != nil {
 		return err
 	}
@@ -186,7 +203,8 @@ func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key strin
 	desired := s.d.DesiredReplicas
 	var scaledAt *metav1.Time
 	r.recordDryRun(s, desired, s.d.Reason)
-	if s.d.Rescale && !s.ext.DryRun {
+	r.recordShadow(s, desired)
+	if s.d.Rescale && !s.ext.DryRun && !s.conflict {
 		r.setDeletionCosts(ctx, s, desired)
 		if err := r.rescale(ctx, s); err != nil {
 			return err
@@ -197,6 +215,9 @@ func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key strin
 		if desired > s.current {
 			action = monitor.ActionScaleUp
 		}
+	} else if s.d.Rescale && s.conflict {
+		klog.FromContext(ctx).V(2).Info("Another autoscaler scales the target: not scaling", "kind", r.source.Kind(), "autoscaler", klog.KObj(obj),
+			"scaleTarget", s.ref, "currentReplicas", s.current, "desiredReplicas", desired, "reason", s.d.Reason)
 	} else if s.d.Rescale {
 		klog.FromContext(ctx).V(2).Info("Dry run: not scaling", "kind", r.source.Kind(), "autoscaler", klog.KObj(obj),
 			"scaleTarget", s.ref, "currentReplicas", s.current, "desiredReplicas", desired, "reason", s.d.Reason)
@@ -289,6 +310,7 @@ func (r *reconciler) recommend(ctx context.Context, s *step) {
 func (r *reconciler) metricsFailed(ctx context.Context, s *step) error {
 	st := s.obj.HPAStatus()
 	r.recordDryRun(s, s.current, "")
+	r.recordShadow(s, st.DesiredReplicas)
 	status.Set(s.obj, s.current, st.DesiredReplicas, s.statuses(), nil)
 	if werr := r.writeStatus(ctx, s, s.explain(st.DesiredReplicas)); werr != nil {
 		utilruntime.HandleErrorWithContext(ctx, werr, "Writing the status failed", "autoscaler", klog.KObj(s.obj))
@@ -375,7 +397,9 @@ func (r *reconciler) failedGetScale(ctx context.Context, s *step, err error) {
 // writes the status when it differs from the one read at the start, or
 // when the history must be persisted (see source.HistoryAnnotation).
 func (r *reconciler) writeStatus(ctx context.Context, s *step, why *v1alpha1.Decision) error {
-	s.obj.SetTidalStatus(status.Tidal(s.obj, why))
+	ts := status.Tidal(s.obj, why)
+	ts.Shadow = s.shadowStatus
+	s.obj.SetTidalStatus(ts)
 	s.obj.SetMetricFailures(s.failures)
 	var (
 		compacted behavior.History

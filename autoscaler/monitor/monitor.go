@@ -8,6 +8,7 @@
 package monitor
 
 import (
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,7 @@ type Monitor struct {
 	desiredReplicas           *prometheus.GaugeVec
 	dryRunDesiredReplicas     *prometheus.GaugeVec
 	fallbackActive            *prometheus.GaugeVec
+	shadowSyncs               *prometheus.CounterVec
 	leader                    prometheus.Gauge
 	// statusWritesDeferred counts status writes left out by
 	// --status-metrics-min-interval.
@@ -94,6 +96,10 @@ func New(reg prometheus.Registerer) (*Monitor, error) {
 			Namespace: ns, Subsystem: sub, Name: "fallback_active",
 			Help: "1 while an autoscaler's fallback count applies (every metric failed in failureThreshold consecutive syncs), else 0 (only autoscalers with a fallback).",
 		}, []string{"namespace", "hpa_name"}),
+		shadowSyncs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "shadow_syncs_total",
+			Help: "Syncs of each autoscaler in dry run beside an HPA on the same workload, by whether its decision agreed with the HPA's (only such autoscalers).",
+		}, []string{"namespace", "hpa_name", "agree"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "leader",
 			Help: "1 while this replica leads and runs the controller, else 0 (a standby waiting for the lease).",
@@ -114,7 +120,7 @@ func New(reg prometheus.Registerer) (*Monitor, error) {
 		return m, nil
 	}
 	for _, c := range append([]prometheus.Collector{m.reconciliations, m.reconciliationDuration, m.metricComputations,
-		m.metricComputationDuration, m.autoscalers, m.desiredReplicas, m.dryRunDesiredReplicas, m.fallbackActive, m.leader,
+		m.metricComputationDuration, m.autoscalers, m.desiredReplicas, m.dryRunDesiredReplicas, m.fallbackActive, m.shadowSyncs, m.leader,
 		m.statusWritesDeferred, m.reconcileGap},
 		append(m.objects.collectors(), m.queue.collectors()...)...) {
 		if err := reg.Register(c); err != nil {
@@ -209,4 +215,17 @@ func (m *Monitor) Forget(namespace, name string) {
 	m.desiredReplicas.DeleteLabelValues(namespace, name)
 	m.dryRunDesiredReplicas.DeleteLabelValues(namespace, name)
 	m.fallbackActive.DeleteLabelValues(namespace, name)
+	m.shadowSyncs.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "hpa_name": name})
+}
+
+// ShadowSyncs is the shadow_syncs_total counter of one autoscaler, for
+// tests.
+func (m *Monitor) ShadowSyncs(namespace, name, agree string) prometheus.Counter {
+	return m.shadowSyncs.WithLabelValues(namespace, name, agree)
+}
+
+// ObserveShadow counts one sync of a dry run compared with an HPA's
+// decision.
+func (m *Monitor) ObserveShadow(namespace, name string, agree bool) {
+	m.shadowSyncs.WithLabelValues(namespace, name, strconv.FormatBool(agree)).Inc()
 }

@@ -20,7 +20,17 @@ const (
 	// FallbackCondition is True while the fallback count applies, False
 	// otherwise (with why).
 	FallbackCondition autoscalingv2.HorizontalPodAutoscalerConditionType = "Fallback"
+	// ConflictCondition is True while another writer acts on what the
+	// autoscaler would write (controller/guard.go), so that it does not;
+	// absent otherwise.
+	ConflictCondition autoscalingv2.HorizontalPodAutoscalerConditionType = "Conflict"
 )
+
+// Conflict is ConflictCondition=True with reason OtherAutoscaler or
+// OtherStatusWriter.
+func Conflict(reason, message string) decision.Condition {
+	return decision.Condition{Type: ConflictCondition, Status: corev1.ConditionTrue, Reason: reason, Message: message}
+}
 
 // DryRunMessage is the message of the DryRun event and condition: what the
 // autoscaler would do, e.g. "would scale 4→9: pods metric rps above

@@ -51,7 +51,7 @@ func autoscalerRules(mode string) []rbacv1.PolicyRule {
 	if mode == "native" {
 		group, resource = "autoscaling", "horizontalpodautoscalers"
 	}
-	return []rbacv1.PolicyRule{
+	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{group}, Resources: []string{resource}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{group}, Resources: []string{resource + "/status"}, Verbs: []string{"update"}},
 		{APIGroups: []string{"*"}, Resources: []string{"*/scale"}, Verbs: []string{"get", "update"}},
@@ -65,6 +65,11 @@ func autoscalerRules(mode string) []rbacv1.PolicyRule {
 		{APIGroups: []string{"custom.metrics.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{"external.metrics.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
 	}
+	if mode != "native" {
+		// The other-writer guard's read (native mode reads HPAs anyway).
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"list", "watch"}})
+	}
+	return rules
 }
 
 // expectation is what one rendering must hold.

@@ -181,6 +181,28 @@ type TidalStatus struct {
 	// continues the count.
 	// +optional
 	MetricFailures int32 `json:"metricFailures,omitempty"`
+	// Shadow compares a dry-run autoscaler's decision with that of the
+	// autoscaling/v2 HorizontalPodAutoscaler scaling the same workload,
+	// as of the last sync; absent without spec.dryRun or without such an
+	// HPA.
+	// +optional
+	Shadow *ShadowComparison `json:"shadow,omitempty"`
+}
+
+// ShadowComparison is what a dry-run autoscaler decided beside the
+// HorizontalPodAutoscaler that scales its workload.
+type ShadowComparison struct {
+	// HorizontalPodAutoscaler is the name of the HPA compared with (the
+	// first by name when several scale the workload).
+	HorizontalPodAutoscaler string `json:"horizontalPodAutoscaler"`
+	// DesiredReplicas is this autoscaler's decision in the last sync.
+	DesiredReplicas int32 `json:"desiredReplicas"`
+	// HPADesiredReplicas is the HPA's status.desiredReplicas then: its
+	// most recent decision, made in its own sync, which may be up to a
+	// sync period apart from this one.
+	HPADesiredReplicas int32 `json:"hpaDesiredReplicas"`
+	// Agree is true when both decided the same count.
+	Agree bool `json:"agree"`
 }
 
 // Decision is why the autoscaler chose its desired replica count.
