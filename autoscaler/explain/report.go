@@ -119,6 +119,9 @@ func OfHorizontalAutoscaler(ha *v1alpha1.HorizontalAutoscaler) (Report, error) {
 			Hint: "check that tidal autoscaler runs with --mode=crd and watches this namespace"}
 	}
 	r := base(KindHA, ha.ObjectMeta, &ha.Spec.HorizontalPodAutoscalerSpec, &st.HorizontalPodAutoscalerStatus)
+	if st.Tidal != nil && st.Tidal.Shadow != nil {
+		r.Notes = append(r.Notes, shadowNote(st.Tidal.Shadow))
+	}
 	if why == nil {
 		r.Unavailable = "the last reconcile did not compute metrics, so status.tidal.decision is empty: the conditions say why"
 		r.Limits = dryRunLimit(r.Conditions)
@@ -244,14 +247,25 @@ func limits(why *v1alpha1.Decision, conds []Condition) []Limit {
 	return append(out, dryRunLimit(conds)...)
 }
 
-// dryRunLimit is the DryRun condition as a limit: /scale is not written.
+// shadowNote says how a dry run compares with the HPA beside it.
+func shadowNote(s *v1alpha1.ShadowComparison) string {
+	verdict := "agree"
+	if !s.Agree {
+		verdict = "differ"
+	}
+	return fmt.Sprintf("shadow: this dry run decided %d, HorizontalPodAutoscaler %s decided %d: they %s", s.DesiredReplicas, s.HorizontalPodAutoscaler, s.HPADesiredReplicas, verdict)
+}
+
+// dryRunLimit is each of the DryRun and Conflict conditions that is True,
+// as a limit: /scale is not written.
 func dryRunLimit(conds []Condition) []Limit {
+	var out []Limit
 	for _, c := range conds {
-		if c.Type == "DryRun" && c.Status == string(corev1.ConditionTrue) {
-			return []Limit{{Reason: "DryRun", Message: c.Message}}
+		if (c.Type == "DryRun" || c.Type == "Conflict") && c.Status == string(corev1.ConditionTrue) {
+			out = append(out, Limit{Reason: c.Type, Message: c.Message})
 		}
 	}
-	return nil
+	return out
 }
 
 // metricName names m as the controller does; a spec it cannot use (one

@@ -61,6 +61,13 @@ func TestOfHorizontalAutoscaler(t *testing.T) {
 			want: summary{Metrics: fixtureMetrics, Limits: []string{"ScaleUpLimit 10→9"}},
 		},
 		{
+			name: "a dry run shadowing an HPA: a note",
+			edit: func(ha *v1alpha1.HorizontalAutoscaler) {
+				ha.Status.Tidal.Shadow = &v1alpha1.ShadowComparison{HorizontalPodAutoscaler: "web-hpa", DesiredReplicas: 9, HPADesiredReplicas: 7}
+			},
+			want: summary{Metrics: fixtureMetrics, Limits: []string{"ScaleUpLimit 10→9"}, Notes: 1},
+		},
+		{
 			name: "within tolerance, nothing else",
 			edit: func(ha *v1alpha1.HorizontalAutoscaler) {
 				d := ha.Status.Tidal.Decision
@@ -199,6 +206,15 @@ func TestOfHorizontalPodAutoscaler(t *testing.T) {
 			},
 			want:         summary{Metrics: fixtureMetrics, Limits: []string{"ScaleUpLimit 10→9"}},
 			wantDecision: true,
+		},
+		{
+			name: "another controller writes the status: Conflict limits",
+			edit: func(hpa *autoscalingv2.HorizontalPodAutoscaler) {
+				hpa.Status.Conditions = append(hpa.Status.Conditions, autoscalingv2.HorizontalPodAutoscalerCondition{
+					Type: "Conflict", Status: corev1.ConditionTrue, Reason: "OtherStatusWriter", Message: "kube-controller-manager also writes this HorizontalPodAutoscaler's status"})
+			},
+			want: summary{Metrics: []string{cpuName + "|113% (565m)|60%|-", "pods metric rps|33900m|80|-", "external metric queue_length(nil)|<unknown>|30 (avg)|-"},
+				Limits: []string{"Conflict"}, Unavailable: true},
 		},
 		{
 			name: "a damaged annotation: status only, with a note",
