@@ -66,6 +66,31 @@ func slimContainers(cs []corev1.Container) []corev1.Container {
 	return out
 }
 
+// lastApplied is kubectl apply's copy of the whole object as last applied.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// CustomResourceTransform is the transform of the HorizontalAutoscaler
+// informer: no managed fields (StripManagedFields), and no kubectl
+// last-applied annotation, a second copy of the spec that nothing here
+// reads (7 MiB at 10,000 autoscalers). Safe only because a custom
+// resource's status update ignores everything but the status: the
+// apiserver keeps the stored metadata, so the annotation is not removed
+// by the write. (An HPA's status update keeps metadata changes, so its
+// annotations stay in the cache.)
+func CustomResourceTransform(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		if a := m.GetAnnotations(); a != nil {
+			if _, ok := a[lastApplied]; ok {
+				delete(a, lastApplied)
+				if len(a) == 0 {
+					m.SetAnnotations(nil)
+				}
+			}
+		}
+	}
+	return StripManagedFields(obj)
+}
+
 // StripManagedFields drops metadata.managedFields from cached objects:
 // the controller never reads them, they are often the largest part of an
 // object, and a status update without them leaves them as they are.

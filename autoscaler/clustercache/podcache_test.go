@@ -142,6 +142,35 @@ func TestCacheTransformStripsOthers(t *testing.T) {
 	}
 }
 
+// TestCustomResourceTransform: the HorizontalAutoscaler cache keeps every
+// annotation but kubectl's last-applied copy, and no managed fields.
+func TestCustomResourceTransform(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		want        map[string]string
+	}{
+		{name: "last-applied dropped, others kept",
+			annotations: map[string]string{lastApplied: `{"spec":{}}`, "team": "shop"}, want: map[string]string{"team": "shop"}},
+		{name: "only last-applied", annotations: map[string]string{lastApplied: `{}`}, want: nil},
+		{name: "none", annotations: nil, want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: tt.annotations,
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+			got, err := CustomResourceTransform(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := got.(*metav1.PartialObjectMetadata)
+			if !reflect.DeepEqual(m.Annotations, tt.want) || m.ManagedFields != nil {
+				t.Errorf("annotations %v, managed fields %v; want %v, none", m.Annotations, m.ManagedFields, tt.want)
+			}
+		})
+	}
+}
+
 // BenchmarkPodCacheBytes reports the heap a cached pod holds, as the
 // informer keeps it (decoded, so that no two pods share memory), with
 // and without slimPod.

@@ -123,7 +123,7 @@ func CRDSourceIn(client rest.Interface, namespace string, resync time.Duration) 
 	}
 	inf := cache.NewSharedIndexInformer(lw, &v1alpha1.HorizontalAutoscaler{}, resync,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	_ = inf.SetTransform(clustercache.StripManagedFields) // fails only once started
+	_ = inf.SetTransform(clustercache.CustomResourceTransform) // fails only once started
 	return &crdSource{informer: inf, writer: restStatusWriter{client}}
 }
 

@@ -369,7 +369,7 @@ func TestValidation(t *testing.T) {
 func TestStatusSubresource(t *testing.T) {
 	c := client(t)
 	ctx := context.Background()
-	obj := object(t, `{"metadata":{"name":"status"},"spec":{
+	obj := object(t, `{"metadata":{"name":"status","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}","team":"shop"}},"spec":{
 		"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":5},
 		"status":{"desiredReplicas":9}}`)
 	got, err := c.Create(ctx, obj, metav1.CreateOptions{})
@@ -384,6 +384,10 @@ func TestStatusSubresource(t *testing.T) {
 		"tidal": map[string]any{"reference": "Deployment/web", "targets": "cpu: 50%/80%"},
 	}, "status")
 	_ = unstructured.SetNestedField(got.Object, int64(7), "spec", "maxReplicas")
+	// The autoscaler's cache drops the last-applied annotation
+	// (clustercache.CustomResourceTransform): a status update without it
+	// must keep it.
+	got.SetAnnotations(map[string]string{"team": "shop"})
 	updated, err := c.UpdateStatus(ctx, got, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -393,6 +397,9 @@ func TestStatusSubresource(t *testing.T) {
 	}
 	if v, _, _ := unstructured.NestedInt64(updated.Object, "spec", "maxReplicas"); v != 5 {
 		t.Errorf("spec.maxReplicas = %d after UpdateStatus, want 5 (unchanged)", v)
+	}
+	if a := updated.GetAnnotations(); a["kubectl.kubernetes.io/last-applied-configuration"] != "{}" || a["team"] != "shop" {
+		t.Errorf("annotations after a status update without last-applied: %v, want both kept", a)
 	}
 	if updated.GetGeneration() != got.GetGeneration() {
 		t.Errorf("a status update bumped metadata.generation from %d to %d", got.GetGeneration(), updated.GetGeneration())
