@@ -65,6 +65,9 @@ func TestAutoscaleCommand(t *testing.T) {
 				t.Errorf("delete HorizontalAutoscaler %s/%s: %v", ns, name, err)
 			}
 		}
+		if err := env.h.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Delete(ctx, "worker", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete HorizontalPodAutoscaler %s/worker: %v", ns, err)
+		}
 	})
 
 	run := func(t *testing.T, bin string, args ...string) (stdout, stderr string, err error) {
@@ -82,7 +85,8 @@ func TestAutoscaleCommand(t *testing.T) {
 	}{
 		{"cpu-percent", "deployment/web --min=2 --max=10 --cpu-percent=60", "horizontalautoscaler.autoscaling.tidal.dev/web autoscaled\n"},
 		{"pods metric", "deployment/api --min=2 --max=10 --metric=pods:" + rps + ":avg=100", "horizontalautoscaler.autoscaling.tidal.dev/api autoscaled\n"},
-		{"native", "deployment/web --name=web-native --native --max=5 --cpu-percent=70", "horizontalpodautoscaler.autoscaling/web-native autoscaled\n"},
+		// Another target: tidal does not scale a target an HPA also scales.
+		{"native", "deployment/worker --native --max=5 --cpu-percent=70", "horizontalpodautoscaler.autoscaling/worker autoscaled\n"},
 	} {
 		args := append([]string{"autoscale"}, strings.Fields(c.args)...)
 		stdout, stderr, err := run(t, env.tidal, append(args, "-n", ns, kubeconfig)...)
@@ -105,10 +109,10 @@ func TestAutoscaleCommand(t *testing.T) {
 		must(t, err)
 		checkSpec(t, "HorizontalAutoscaler "+want.name, ha.Spec.HorizontalPodAutoscalerSpec, ha.ManagedFields, want.target, 2, 10, want.metrics)
 	}
-	hpa, err := env.h.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "web-native", metav1.GetOptions{})
+	hpa, err := env.h.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "worker", metav1.GetOptions{})
 	must(t, err)
 	// kubectl's --min default: none given, the server's 1.
-	checkSpec(t, "HorizontalPodAutoscaler web-native", hpa.Spec, hpa.ManagedFields, "web", 1, 5, cpu(70))
+	checkSpec(t, "HorizontalPodAutoscaler worker", hpa.Spec, hpa.ManagedFields, "worker", 1, 5, cpu(70))
 
 	// Bad input: a non-zero exit naming the flag, nothing created.
 	for _, c := range []struct {
@@ -168,6 +172,7 @@ func TestAutoscaleCommand(t *testing.T) {
 			t.Errorf("%s: %v\n%s", c.title, err, out)
 			continue
 		}
+		t.Logf("%s %s:\n%s", filepath.Base(c.bin), c.args, out)
 		if !slices.ContainsFunc(strings.Split(string(out), "\n"), func(line string) bool {
 			return strings.HasPrefix(strings.TrimSpace(line), c.row[0]) && strings.HasSuffix(line, c.row[1])
 		}) {

@@ -1,6 +1,8 @@
 package extensions
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,17 +33,27 @@ func TestFallback(t *testing.T) {
 	})
 
 	setQueue(ns, -1)
+	// Before the third failed sync the count stays: every state seen with
+	// fallback pending (False/MetricsFailing) has 2 replicas.
+	var pending []string
 	s := waitState(ctx, t, ns, "fallback to 6 replicas", func(s state) bool {
+		if conditionIs(s.ha, status.FallbackCondition, corev1.ConditionFalse, "MetricsFailing") {
+			pending = append(pending, fmt.Sprintf("%d failures: %d replicas", failures(s.ha), s.replicas))
+			if s.replicas != 2 {
+				t.Errorf("fallback pending, yet the Deployment has %d replicas: %s", s.replicas, s)
+			}
+		}
 		return s.replicas == 6 && conditionIs(s.ha, status.FallbackCondition, corev1.ConditionTrue, "AllMetricsFailed")
 	})
+	t.Logf("states seen while fallback was pending: %d (%s)", len(pending), strings.Join(slices.Compact(pending), ", "))
 	c := condition(s.ha, status.FallbackCondition)
 	for _, want := range []string{"every metric failed in 3 consecutive syncs (failureThreshold 3)", "external metric " + queue, "the fallback count is 6 (behavior static, replicas 6)"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("Fallback condition message %q does not say %q", c.Message, want)
 		}
 	}
-	if s.ha.Status.Tidal == nil || s.ha.Status.Tidal.MetricFailures != 3 {
-		t.Errorf("status.tidal %+v, want metricFailures 3", s.ha.Status.Tidal)
+	if n := failures(s.ha); n != 3 {
+		t.Errorf("status.tidal.metricFailures %d, want 3", n)
 	}
 	ev := waitEvents(ctx, t, ns, "Fallback", "every metric failed in 3 consecutive syncs", 1)
 	if ev.Type != corev1.EventTypeWarning || ev.Message != c.Message {
@@ -74,4 +86,12 @@ func TestFallback(t *testing.T) {
 	if s.replicas != 3 || s.ha.Status.DesiredReplicas != 3 {
 		t.Errorf("with currentReplicasIfHigher and fallback.replicas 2 below the current 3: %s; want 3 kept", s)
 	}
+}
+
+// failures is status.tidal.metricFailures.
+func failures(ha *v1alpha1.HorizontalAutoscaler) int32 {
+	if ha.Status.Tidal == nil {
+		return 0
+	}
+	return ha.Status.Tidal.MetricFailures
 }
