@@ -86,7 +86,7 @@ func TestCurve(t *testing.T) {
 		}
 	}
 	inc := c.Increases()
-	if len(inc) != 2 || inc[0].Name != "ramp" || inc[1].Name != "burst" || inc[1].At != 45*time.Second {
+	if len(inc) != 3 || inc[0].Name != "ramp" || inc[1].Name != "batch" || inc[2].Name != "burst" || inc[2].At != 45*time.Second {
 		t.Errorf("Increases = %+v", inc)
 	}
 }

@@ -62,13 +62,15 @@ func (c Curve) PhaseAt(t time.Duration) (float64, Phase) {
 	return last.To, last
 }
 
-// LoadChange is a moment the demand rises: the start of a phase whose
-// demand is above the demand just before it.
+// LoadChange is a moment the load rises: the start of a phase whose
+// demand or batch work is above that just before it.
 type LoadChange struct {
 	At     time.Duration
 	Name   string
 	From   float64
 	ToPeak float64
+	// Batch is the phase's batch work (cores) when it rose.
+	Batch float64
 }
 
 // Increases lists the curve's load increases in time order.
@@ -79,13 +81,17 @@ func (c Curve) Increases() []LoadChange {
 	}
 	var out []LoadChange
 	start := time.Duration(0)
-	prev := math.NaN()
+	prev, prevBatch := math.NaN(), 0.0
 	for _, p := range c.Phases {
 		d := time.Duration(float64(c.Duration) * p.Frac / total)
-		if !math.IsNaN(prev) && math.Max(p.From, p.To) > prev+1e-9 {
-			out = append(out, LoadChange{At: start, Name: p.Name, From: prev, ToPeak: math.Max(p.From, p.To)})
+		if !math.IsNaN(prev) && (math.Max(p.From, p.To) > prev+1e-9 || p.BatchCPU > prevBatch+1e-9) {
+			lc := LoadChange{At: start, Name: p.Name, From: prev, ToPeak: math.Max(p.From, p.To)}
+			if p.BatchCPU > prevBatch {
+				lc.Batch = p.BatchCPU
+			}
+			out = append(out, lc)
 		}
-		prev = p.To
+		prev, prevBatch = p.To, p.BatchCPU
 		start += d
 	}
 	return out

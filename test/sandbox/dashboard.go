@@ -165,8 +165,10 @@ func (d *DashboardResult) Problems() []string {
 }
 
 // queryDashboard runs every dashboard query against the harness
-// Prometheus over [start, end].
-func queryDashboard(h *harness.Harness, curve Curve, start, end time.Time) *DashboardResult {
+// Prometheus from start until a scrape interval from now, and at least
+// three scrape intervals after Prometheus was up again (upAt, when it was
+// stopped), so that rates have two samples of what it scraped since.
+func queryDashboard(h *harness.Harness, curve Curve, start, upAt time.Time) *DashboardResult {
 	root, err := harness.RepoRoot()
 	if err != nil {
 		return &DashboardResult{Err: err}
@@ -179,8 +181,13 @@ func queryDashboard(h *harness.Harness, curve Curve, start, end time.Time) *Dash
 	if err != nil {
 		return &DashboardResult{Err: fmt.Errorf("%s: %w", DashboardFile, err)}
 	}
-	// Let Prometheus take the last scrapes of the run.
-	time.Sleep(tidalScrapeInterval * time.Second)
+	interval := time.Duration(tidalScrapeInterval) * time.Second
+	wait := interval + time.Second
+	if !upAt.IsZero() {
+		wait = max(wait, time.Until(upAt.Add(3*interval+time.Second)))
+	}
+	time.Sleep(wait)
+	end := time.Now()
 	res := &DashboardResult{}
 	client := &http.Client{Timeout: 20 * time.Second}
 	step := max(time.Second, curve.Duration/300).Round(time.Second)

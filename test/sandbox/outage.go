@@ -24,6 +24,8 @@ type outage struct {
 	start   func(context.Context) error
 	done    chan struct{} // closed when the restart ended
 	seen    Outage
+	// upAt is when Prometheus was ready again.
+	upAt time.Time
 }
 
 func newOutage(h *harness.Harness, cfg Config, out io.Writer) *outage {
@@ -74,6 +76,7 @@ func (o *outage) restart(ctx context.Context, t time.Duration) {
 			return
 		}
 		o.seen.To = t
+		o.upAt = time.Now()
 		fmt.Fprintf(o.out, "sandbox: %3.0fs Prometheus started again\n", t.Seconds())
 	}()
 }
@@ -88,10 +91,11 @@ func (o *outage) closed() bool {
 }
 
 // finish starts Prometheus again if the run ended during the outage, waits
-// until it is up, and returns the outage seen.
-func (o *outage) finish(t time.Duration) Outage {
+// until it is up, and returns the outage seen and when Prometheus was up
+// again (zero without an outage).
+func (o *outage) finish(t time.Duration) (Outage, time.Time) {
 	if !o.enabled {
-		return Outage{}
+		return Outage{}, time.Time{}
 	}
 	o.mu.Lock()
 	switch {
@@ -99,11 +103,11 @@ func (o *outage) finish(t time.Duration) Outage {
 		o.restart(context.Background(), t)
 	case !o.stopped:
 		o.mu.Unlock()
-		return Outage{}
+		return Outage{}, time.Time{}
 	}
 	o.mu.Unlock()
 	<-o.done
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.seen
+	return o.seen, o.upAt
 }

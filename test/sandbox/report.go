@@ -179,6 +179,9 @@ func Summary(curve Curve, samples []Sample) string {
 		base := e.At
 		if e.Cause != nil {
 			cause = fmt.Sprintf("%s at %.0fs (%.0f->%.0f req/s)", e.Cause.Name, e.Cause.At.Seconds(), e.Cause.From, e.Cause.ToPeak)
+			if e.Cause.Batch > 0 {
+				cause = fmt.Sprintf("%s at %.0fs (+%.1f cores)", e.Cause.Name, e.Cause.At.Seconds(), e.Cause.Batch)
+			}
 			decided = fmt.Sprintf("%.0fs", (e.At - e.Cause.At).Seconds())
 			base = e.Cause.At
 		}

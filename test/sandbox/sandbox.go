@@ -235,19 +235,65 @@ func setup(ctx context.Context, h *harness.Harness, bin string, cfg Config, out 
 	if _, err := h.Client.AppsV1().Deployments(Namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	if _, err := h.WaitDeploymentReady(ctx, Namespace, App, time.Minute); err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(h.Admin)
-	if err != nil {
-		return err
-	}
+	_, err = h.WaitDeploymentReady(ctx, Namespace, App, time.Minute)
+	return err
+}
+
+// createAutoscaler creates the demo's HorizontalAutoscaler.
+func createAutoscaler(ctx context.Context, has dynamic.ResourceInterface, cfg Config) error {
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(HorizontalAutoscaler(cfg))
 	if err != nil {
 		return err
 	}
-	_, err = dyn.Resource(tidalv1.GroupVersionResource).Namespace(Namespace).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+	_, err = has.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
 	return err
+}
+
+// waitMetricsServed steps the simulator at the curve's first demand until
+// the adapter serves all three metrics of the demo, so that the autoscaler
+// starts with valid metrics (with --fallback it would otherwise fall back
+// before the first scrape).
+func waitMetricsServed(ctx context.Context, h *harness.Harness, curve Curve, sim *simulator, readyPods func() []string) error {
+	paths := map[string]string{
+		"http_requests_per_second (custom.metrics.k8s.io)": "/apis/custom.metrics.k8s.io/v1beta2/namespaces/" + Namespace + "/pods/*/http_requests_per_second",
+		"queue_length (external.metrics.k8s.io)":           "/apis/external.metrics.k8s.io/v1beta1/namespaces/" + Namespace + "/queue_length",
+		"pod CPU and memory (metrics.k8s.io)":              "/apis/metrics.k8s.io/v1beta1/namespaces/" + Namespace + "/pods",
+	}
+	selectors := map[string]string{"queue_length (external.metrics.k8s.io)": "queue=" + Queue}
+	demand, phase := curve.PhaseAt(0)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		sim.step(demand, phase.BatchCPU, readyPods(), 1)
+		var missing []string
+		for name, path := range paths {
+			sel, ok := selectors[name]
+			if !ok {
+				sel = "app=" + App
+			}
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			data, err := h.Client.Discovery().RESTClient().Get().AbsPath(path).Param("labelSelector", sel).DoRaw(rctx)
+			cancel()
+			var list struct {
+				Items []json.RawMessage `json:"items"`
+			}
+			if err != nil || json.Unmarshal(data, &list) != nil || len(list.Items) == 0 {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			sort.Strings(missing)
+			return fmt.Errorf("the adapter did not serve %s within 90s of the demo's first load; see its log in %s",
+				strings.Join(missing, ", "), h.LogPath("tidal-adapter"))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // HorizontalAutoscaler is the demo's autoscaler for cfg. Its scale-down
@@ -449,6 +495,13 @@ func drive(ctx context.Context, h *harness.Harness, cfg Config) (*Result, error)
 		}
 	}()
 
+	fmt.Fprintln(out, "sandbox: waiting until the adapter serves the demo's metrics, then creating its HorizontalAutoscaler ...")
+	if err := waitMetricsServed(ctx, h, curve, sim, readyPods); err != nil {
+		return nil, err
+	}
+	if err := createAutoscaler(ctx, has, cfg); err != nil {
+		return nil, err
+	}
 	res := &Result{Started: initialReplicas}
 	start := time.Now()
 	outage := newOutage(h, cfg, out)
@@ -466,8 +519,9 @@ func drive(ctx context.Context, h *harness.Harness, cfg Config) (*Result, error)
 			return
 		}
 		reportWritten = true
-		res.Outage = outage.finish(time.Since(start))
-		res.Dashboard = queryDashboard(h, curve, start, time.Now())
+		var upAt time.Time
+		res.Outage, upAt = outage.finish(time.Since(start))
+		res.Dashboard = queryDashboard(h, curve, start, upAt)
 		dir, err := writeReport(h, cfg, curve, res)
 		if err != nil {
 			fmt.Fprintln(out, "sandbox: report:", err)
