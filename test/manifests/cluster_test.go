@@ -43,6 +43,7 @@ func TestCluster(t *testing.T) {
 	env := helmEnv(t, "KUBECONFIG="+h.AdminKubeconfig)
 	values := func(name string) string { return filepath.Join(chartDir(t), "ci", name) }
 	c := &clusterTest{h: h, tidal: tidal}
+	defer c.stopAdapter()
 
 	steps := []struct {
 		name string
@@ -90,6 +91,12 @@ func TestCluster(t *testing.T) {
 		{"adapter serves with the chart's RBAC and certificate", func(t *testing.T) {
 			c.runAdapter(ctx, t)
 		}},
+		{"helm upgrade keeps every APIService Available", func(t *testing.T) {
+			c.upgradeAvailable(ctx, t, env, helm, values("native-values.yaml"))
+		}},
+		{"helm uninstall removes the APIServices first and leaves discovery clean", func(t *testing.T) {
+			c.uninstall(ctx, t, env, helm)
+		}},
 	}
 	for _, s := range steps {
 		if !t.Run(s.name, s.run) {
@@ -102,6 +109,17 @@ type clusterTest struct {
 	h     *harness.Harness
 	tidal string
 	tls   map[string][]byte
+	// The adapter runAdapter started, serving the chart's APIServices
+	// until stopAdapter.
+	adapter     *harness.Process
+	adapterPort int
+}
+
+func (c *clusterTest) stopAdapter() {
+	if c.adapter != nil {
+		_ = c.adapter.Stop(10 * time.Second)
+		c.adapter = nil
+	}
 }
 
 func equalData(a, b map[string][]byte) bool {
@@ -154,6 +172,17 @@ func (c *clusterTest) applyAllDryRun(ctx context.Context, t *testing.T) {
 	for _, f := range ciFiles(t) {
 		renderings["helm "+filepath.Base(f)] = helmTemplate(t, "-f", f)
 	}
+	// The hatches change ports and the PDB's budget: applied over the
+	// installed objects (other field managers) the lists would merge, so
+	// they go to a release and namespace of their own.
+	if _, err := c.h.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hatches"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	hatches, err := run(helmEnv(t), tool(t, "helm"), "template", "hatches", chartDir(t), "--namespace", "hatches", "-f", filepath.Join(repoRoot(t), "test", "manifests", "testdata", "hatches-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	renderings["helm testdata/hatches-values.yaml"] = decodeObjects(t, hatches)
 	renderings["kustomize manifests/"] = kustomize(t, manifestsDir(t))
 	renderings["kustomize +native-mode +resource-metrics +cert-manager"] = overlay(t, "native-mode", "resource-metrics", "cert-manager")
 	renderings["kustomize +existing-secret"] = overlay(t, existingSecretComponent(t, c.h.CA.CertPEM))
@@ -324,7 +353,9 @@ func (c *clusterTest) runAdapter(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = p.Stop(10 * time.Second) }()
+	// It keeps serving for the upgrade and uninstall steps; TestCluster
+	// stops it.
+	c.adapter, c.adapterPort = p, port
 	if err := harness.WaitReady(ctx, p, "tidal adapter", 60*time.Second, func(context.Context) error {
 		if !harness.PortOpen(port) {
 			return fmt.Errorf("port %d not open yet", port)

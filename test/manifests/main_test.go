@@ -37,8 +37,17 @@ var (
 )
 
 // TestMain stops the package's harness, if a test started one, after all
-// tests; its files are kept when a test failed.
+// tests; its files are kept when a test failed. With postRenderPortEnv set
+// the binary is a Helm post-renderer instead (lifecycle_test.go).
 func TestMain(m *testing.M) {
+	// Run as a Helm post-renderer by TestCluster's upgrade step.
+	if port := os.Getenv(postRenderPortEnv); port != "" {
+		if err := postRender(os.Stdin, os.Stdout, port); err != nil {
+			fmt.Fprintf(os.Stderr, "post-render: %v\n", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := harness.RunTests(m)
 	if cluster != nil {
 		if err := cluster.Stop(); err != nil {
