@@ -197,6 +197,20 @@ image-ca: ## The image's CA bundle: Debian's ca-certificates is installed when I
 	  fi; \
 	fi
 
+# make chart-version, at a release: the chart's appVersion (its default
+# image tag) becomes VERSION, the tag make image writes, and its version the
+# same without the v. CHART_DIR points it at a copy (test/manifests does).
+CHART_DIR ?= manifests/charts/tidal
+
+.PHONY: chart-version
+chart-version: ## Set the chart's appVersion to VERSION (git describe, e.g. v0.2.0) and its version to VERSION without the v.
+	@if ! printf '%s' "$(VERSION)" | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$'; then \
+	  echo "chart-version: VERSION=$(VERSION) is not a release version (vX.Y.Z, optionally -suffix): tag the commit (git tag v0.2.0) or set VERSION=v0.2.0"; exit 1; \
+	fi
+	@sed -e 's/^version: .*/version: $(patsubst v%,%,$(VERSION))/' -e 's/^appVersion: .*/appVersion: "$(VERSION)"/' \
+	  $(CHART_DIR)/Chart.yaml > $(CHART_DIR)/Chart.yaml.tmp && mv $(CHART_DIR)/Chart.yaml.tmp $(CHART_DIR)/Chart.yaml
+	@grep -E '^(version|appVersion):' $(CHART_DIR)/Chart.yaml
+
 .PHONY: docker-image
 docker-image: ## Build the image with a Docker engine from the Dockerfile, tagged IMAGE.
 	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .

@@ -3,6 +3,8 @@ package manifests
 import (
 	"fmt"
 	"maps"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -393,5 +395,56 @@ func TestChartSchemaCoversValues(t *testing.T) {
 	walk("", values, schema)
 	if checked < 100 {
 		t.Errorf("only %d values checked: the walk is broken", checked)
+	}
+}
+
+// TestChartVersionTarget runs `make chart-version` on a copy of the chart:
+// a release version becomes appVersion (so the default image tag) and,
+// without its v, the chart's version; anything else is refused.
+func TestChartVersionTarget(t *testing.T) {
+	makeBin, err := exec.LookPath("make")
+	if err != nil {
+		t.Skip("no make here")
+	}
+	tests := []struct {
+		name, version, wantErr string
+	}{
+		{"a tag", "v1.2.3", ""},
+		{"past a tag, dirty", "v1.2.3-4-gabcdef0-dirty", ""},
+		{"no tag: a commit", "6fcf968", "is not a release version"},
+		{"latest", "latest", "is not a release version"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "tidal")
+			if err := os.CopyFS(dir, os.DirFS(chartDir(t))); err != nil {
+				t.Fatal(err)
+			}
+			out, err := run(os.Environ(), makeBin, "-s", "-C", repoRoot(t), "chart-version", "CHART_DIR="+dir, "VERSION="+tt.version)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(out+err.Error(), tt.wantErr) {
+					t.Fatalf("make chart-version VERSION=%s: %v %s; want an error saying %q", tt.version, err, out, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c struct{ Version, AppVersion string }
+			if err := yaml.Unmarshal(readFile(t, filepath.Join(dir, "Chart.yaml")), &c); err != nil {
+				t.Fatal(err)
+			}
+			if c.AppVersion != tt.version || c.Version != strings.TrimPrefix(tt.version, "v") {
+				t.Errorf("Chart.yaml version %q appVersion %q, want %q and %q", c.Version, c.AppVersion, strings.TrimPrefix(tt.version, "v"), tt.version)
+			}
+			rendered, err := run(helmEnv(t), tool(t, "helm"), "template", releaseName, dir, "--namespace", namespace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := typed[appsv1.Deployment](t, find(t, decodeObjects(t, rendered), "Deployment", namespace, "tidal-adapter"))
+			if got := d.Spec.Template.Spec.Containers[0].Image; got != "tidal:"+tt.version {
+				t.Errorf("image %q, want tidal:%s", got, tt.version)
+			}
+		})
 	}
 }
