@@ -40,12 +40,15 @@ func NewestStatusWrites(entries []metav1.ManagedFieldsEntry, own string) (other 
 
 // StatusWriters remembers, per object, the status writes of other field
 // managers seen while the controller watches. A write counts when the
-// newest other write changes while watched and is newer than the
-// controller's own newest: what was there when watching began is history
-// (kube-controller-manager's last write before it was turned off, say). A
-// writer seen stays active for Hold after it was last seen (locally timed,
-// so clock skew with the apiserver does not matter): the controller's own
-// status write, which sets the condition saying so, must not end it.
+// newest other write changes between two observations of the object (each
+// watch event is one write): what was there when watching began is
+// history (kube-controller-manager's last write before it was turned off,
+// say). Times are not compared with the controller's own: managed fields
+// keep seconds, and two controllers reacting to one metric change write
+// within the same second. A writer seen stays active for Hold after it was
+// last seen (locally timed, so clock skew with the apiserver does not
+// matter): the controller's own status write, which sets the condition
+// saying so, must not end it.
 type StatusWriters struct {
 	own   string
 	hold  time.Duration
@@ -75,7 +78,7 @@ func (w *StatusWriters) Observe(obj metav1.Object) {
 	if err != nil {
 		return
 	}
-	other, ownTime, ok := NewestStatusWrites(obj.GetManagedFields(), w.own)
+	other, _, ok := NewestStatusWrites(obj.GetManagedFields(), w.own)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	cur, watching := w.m[key]
@@ -84,7 +87,9 @@ func (w *StatusWriters) Observe(obj metav1.Object) {
 		w.m[key] = &watched{last: other}
 		return
 	}
-	if ok && !other.same(cur.last) && other.Time.After(ownTime) {
+	// An entry that went (tidal's write took all its fields) and came back
+	// at the same second is the only write missed.
+	if ok && !other.same(cur.last) && !other.Time.Before(cur.last.Time) {
 		cur.seen = w.clock.Now()
 	}
 	if ok {

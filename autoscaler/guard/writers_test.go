@@ -46,33 +46,32 @@ func TestNewestStatusWrites(t *testing.T) {
 
 // TestStatusWriters walks one HPA through what the controller sees: the
 // baseline is history, another manager's write while watched is active for
-// the hold, tidal's own later write does not end it, and a write older
-// than tidal's own does not start it.
+// the hold even in the second of tidal's own, tidal's later write does
+// not end it, and an unchanged entry does not start it again.
 func TestStatusWriters(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(t0)
 	w := NewStatusWriters("tidal-autoscaler", time.Minute, clk)
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	kcm := func(at time.Duration) metav1.ManagedFieldsEntry {
+		return entry("kube-controller-manager", "status", t0.Add(at))
+	}
+	tidal := func(at time.Duration) metav1.ManagedFieldsEntry {
+		return entry("tidal-autoscaler", "status", t0.Add(at))
+	}
 	steps := []struct {
 		name       string
 		entries    []metav1.ManagedFieldsEntry
 		advance    time.Duration
 		wantActive bool
 	}{
-		{name: "kcm's write from before tidal watched is history",
-			entries: []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "status", t0.Add(-time.Hour))}},
-		{name: "tidal writes",
-			entries: []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "status", t0.Add(-time.Hour)), entry("tidal-autoscaler", "status", t0)}},
-		{name: "kcm writes after tidal: active",
-			entries:    []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "status", t0.Add(10*time.Second)), entry("tidal-autoscaler", "status", t0)},
-			wantActive: true},
+		{name: "kcm's write from before tidal watched is history", entries: []metav1.ManagedFieldsEntry{kcm(-time.Hour)}},
+		{name: "tidal writes", entries: []metav1.ManagedFieldsEntry{kcm(-time.Hour), tidal(0)}},
+		{name: "kcm writes in the same second as tidal: active", entries: []metav1.ManagedFieldsEntry{kcm(0), tidal(0)}, wantActive: true},
 		{name: "tidal's own write (its condition) does not end it",
-			entries:    []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "status", t0.Add(10*time.Second)), entry("tidal-autoscaler", "status", t0.Add(20*time.Second))},
-			advance:    30 * time.Second,
-			wantActive: true},
-		{name: "quiet for the hold: over", advance: 31 * time.Second,
-			entries: []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "status", t0.Add(10*time.Second)), entry("tidal-autoscaler", "status", t0.Add(20*time.Second))}},
-		{name: "an update delivering an older other write than tidal's own does not start it",
-			entries: []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "status", t0.Add(15*time.Second)), entry("tidal-autoscaler", "status", t0.Add(20*time.Second))}},
+			entries: []metav1.ManagedFieldsEntry{kcm(0), tidal(20 * time.Second)}, advance: 30 * time.Second, wantActive: true},
+		{name: "quiet for the hold: over", advance: 31 * time.Second, entries: []metav1.ManagedFieldsEntry{kcm(0), tidal(20 * time.Second)}},
+		{name: "tidal took all of kcm's fields: its entry is gone", entries: []metav1.ManagedFieldsEntry{tidal(70 * time.Second)}},
+		{name: "kcm writes again", entries: []metav1.ManagedFieldsEntry{kcm(80 * time.Second), tidal(70 * time.Second)}, wantActive: true},
 	}
 	for _, s := range steps {
 		clk.SetTime(clk.Now().Add(s.advance))

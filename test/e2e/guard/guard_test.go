@@ -178,8 +178,8 @@ func TestGuard(t *testing.T) {
 		noScaleWrites(ctx, t, h, crdNS)
 	})
 
-	// Native mode sees another writer at its first status write after
-	// tidal's own: until then both may act (one sync's worth), so what
+	// Native mode sees another writer at its first status write while
+	// tidal watches: until then both may act (one sync's worth), so what
 	// is checked is that tidal writes no /scale once it has seen it.
 	t.Run("native mode: kube-controller-manager writes the HPA's status", func(t *testing.T) {
 		waitReplicas(ctx, t, h, nativeNS, 3)
