@@ -38,6 +38,8 @@ type profile struct {
 
 	// skip is why the profile does not run (TIDAL_CONFORMANCE_PROFILES).
 	skip string
+	// modes are the modes of tidal compared (TIDAL_CONFORMANCE_MODES).
+	modes map[string]bool
 
 	h       *harness.Harness
 	metrics *metricsserver.Server
@@ -134,8 +136,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	modes, err := selectModes(os.Getenv(modesEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	var wg sync.WaitGroup
 	for _, p := range profiles {
+		p.modes = modes
 		if !selected[p.name] {
 			p.skip = fmt.Sprintf("profile %s not in %s", p.name, profilesEnv)
 			continue
@@ -190,7 +198,8 @@ func selectProfiles(list string) (map[string]bool, error) {
 }
 
 // start builds p's control plane: the upstream HPA controller with p's
-// flags, the test metrics server, the CRD and tidal with the same flags.
+// flags, the test metrics server, the CRD and tidal in each of p's modes
+// with the same flags.
 func (p *profile) start(ctx context.Context, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -238,12 +247,21 @@ func (p *profile) start(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
+	args := append([]string{"--kube-api-qps=100", "--kube-api-burst=200"}, p.controllerFlags()...)
+	if p.modes[modeNative] {
+		if err := restrictUpstream(ctx, h); err != nil {
+			return err
+		}
+		if err := startNative(ctx, h, bin, args); err != nil {
+			return err
+		}
+	}
+	if !p.modes[modeCRD] {
+		return nil
+	}
 	// `tidal autoscaler --mode=crd` under the harness: its own service
 	// account with the RBAC of manifests/rbac-autoscaler.yaml, leader
 	// election; it returns once tidal holds the lease.
-	_, err = h.StartAutoscaler(ctx, harness.AutoscalerOptions{
-		Binary: bin,
-		Args:   append([]string{"--kube-api-qps=100", "--kube-api-burst=200"}, p.controllerFlags()...),
-	})
+	_, err = h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: bin, Args: args})
 	return err
 }

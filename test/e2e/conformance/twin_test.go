@@ -26,7 +26,41 @@ import (
 )
 
 // The twins of a scenario: Deployment, and autoscaler, names.
-const oracleName, tidalName = "oracle", "tidal"
+const oracleName, tidalName, nativeName = "oracle", "tidal", "native"
+
+// twin is one of a scenario's targets with its autoscaler and the
+// controller that reconciles it.
+type twin struct {
+	name string
+	// who names its controller in failures.
+	who string
+	// crd: a HorizontalAutoscaler; else a native HorizontalPodAutoscaler.
+	crd bool
+	// manager is the field manager of its controller's writes, the
+	// autoscaler's status, its target's scale and its events.
+	manager string
+}
+
+// Field managers: a client's user agent up to its first slash.
+const upstreamManager, tidalManager = "kube-controller-manager", "tidal-autoscaler"
+
+var (
+	oracleTwin = twin{name: oracleName, who: "the upstream HPA controller", manager: upstreamManager}
+	crdTwin    = twin{name: tidalName, who: "tidal (crd mode)", crd: true, manager: tidalManager}
+	nativeTwin = twin{name: nativeName, who: "tidal (native mode)", manager: tidalManager}
+)
+
+// twins are the twins p runs, the oracle first.
+func (p *profile) twins() []twin {
+	out := []twin{oracleTwin}
+	if p.modes[modeCRD] {
+		out = append(out, crdTwin)
+	}
+	if p.modes[modeNative] {
+		out = append(out, nativeTwin)
+	}
+	return out
+}
 
 // twinLabel is on both twins' pods; metric values are set for it, so both
 // get the same values by pod rank.
@@ -169,7 +203,7 @@ func formatStatus(st *autoscalingv2.HorizontalPodAutoscalerStatus) (observation,
 }
 
 // runScenario creates the twins in profile p, walks through the steps and
-// compares.
+// compares each Tidal twin with the oracle.
 func runScenario(t *testing.T, p *profile, sc scenario) {
 	if p.skip != "" {
 		t.Skip(p.skip)
@@ -187,118 +221,145 @@ func runScenario(t *testing.T, p *profile, sc scenario) {
 	if err := h.EnsureNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
+	twins := p.twins()
 	m := twinMetrics{p: p, ns: ns, sel: labels.SelectorFromSet(labels.Set{twinLabel: "yes"})}
-	for _, name := range []string{oracleName, tidalName} {
-		if err := createTarget(ctx, p, ns, name, sc.target, sc.replicas, sc.pod); err != nil {
+	for _, tw := range twins {
+		if err := createTarget(ctx, p, ns, tw.name, sc.target, sc.replicas, sc.pod); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if sc.target == scalableTarget {
-		go mirrorScalables(ctx, p, ns, oracleName, tidalName)
+		go mirrorScalables(ctx, p, ns, twinNames(twins)...)
 	}
-	for _, name := range []string{oracleName, tidalName} {
-		if err := waitTargetReady(ctx, p, ns, name, sc.target); err != nil {
+	for _, tw := range twins {
+		if err := waitTargetReady(ctx, p, ns, tw.name, sc.target); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if len(sc.steps) == 0 {
 		t.Fatal("scenario without steps")
 	}
-	// The first step's inputs are in place before the twins exist: both
+	act := func(i int, st step) {
+		if st.act == nil {
+			return
+		}
+		for _, tw := range twins {
+			if err := st.act(ctx, p, ns, tw.name); err != nil {
+				t.Fatalf("step %d (%s): %v", i, st.name, err)
+			}
+		}
+	}
+	// The first step's inputs are in place before the twins exist: the
 	// controllers reconcile a new autoscaler at once, so a change made
 	// after creating them races with that first reconcile.
 	first := sc.steps[0]
 	if first.set != nil {
 		first.set(m)
 	}
-	if first.act != nil {
-		for _, name := range []string{oracleName, tidalName} {
-			if err := first.act(ctx, p, ns, name); err != nil {
-				t.Fatalf("step 0 (%s): %v", first.name, err)
-			}
-		}
-	}
+	act(0, first)
 	if err := createBystander(ctx, p, ns); err != nil {
 		t.Fatal(err)
 	}
-	if err := createTwins(ctx, p, ns, sc.spec, sc.target); err != nil {
+	if err := createTwins(ctx, p, ns, twins, sc.spec, sc.target); err != nil {
 		t.Fatal(err)
 	}
 	// The desired replicas each settled on in the previous step: the next
 	// step's sequences start from them.
-	var prevO, prevT *int32
+	var prev []int32
 	for i, st := range sc.steps {
 		if i > 0 && st.set != nil {
 			st.set(m)
 		}
-		if i > 0 && st.act != nil {
-			for _, name := range []string{oracleName, tidalName} {
-				if err := st.act(ctx, p, ns, name); err != nil {
-					t.Fatalf("step %d (%s): %v", i, st.name, err)
-				}
-			}
+		if i > 0 {
+			act(i, st)
 		}
-		oracle, tidal, err := settle(ctx, p, ns, sc.target, cmp.Or(st.settle, p.settleDefault()), prevO, prevT)
+		obs, err := settle(ctx, p, ns, twins, sc.target, cmp.Or(st.settle, p.settleDefault()), prev)
 		if err != nil {
 			t.Fatalf("step %d (%s): %v", i, st.name, err)
 		}
-		prevO, prevT = ptr.To(oracle.DesiredReplicas), ptr.To(tidal.DesiredReplicas)
-		if !oracle.equal(tidal) {
-			t.Errorf("step %d (%s): tidal decided differently from the upstream HPA controller\n  upstream: %s\n  tidal:    %s", i, st.name, oracle, tidal)
-		} else {
-			t.Logf("step %d (%s): both %s", i, st.name, oracle)
+		prev = prev[:0]
+		for _, o := range obs {
+			prev = append(prev, o.DesiredReplicas)
+		}
+		same := true
+		for j, tw := range twins[1:] {
+			if !obs[0].equal(obs[j+1]) {
+				same = false
+				t.Errorf("step %d (%s): %s decided differently from the upstream HPA controller\n  upstream: %s\n  %-8s  %s",
+					i, st.name, tw.who, obs[0], tw.name+":", obs[j+1])
+			}
+		}
+		if same {
+			t.Logf("step %d (%s): all %d %s", i, st.name, len(twins), obs[0])
 		}
 	}
-	compareEvents(ctx, t, p, ns)
+	compareEvents(ctx, t, p, ns, twins)
+	checkWriters(ctx, t, p, ns, twins, sc.target)
+	logRefusals(ctx, t, p, ns, twins)
 }
 
-// compareEvents checks that both controllers announced the same rescales
-// (the SuccessfulRescale messages "New size: N; reason: ...") and raised
-// the same warnings (reason and message, object names made alike). Events
-// are written in the background, so both are given a few seconds.
-func compareEvents(ctx context.Context, t *testing.T, p *profile, ns string) {
+func twinNames(twins []twin) []string {
+	var out []string
+	for _, tw := range twins {
+		out = append(out, tw.name)
+	}
+	return out
+}
+
+// compareEvents checks that every controller announced the same rescales
+// as upstream (the SuccessfulRescale messages "New size: N; reason: ...")
+// and raised the same warnings (reason and message, object names made
+// alike). Events are written in the background, so they are given a few
+// seconds.
+func compareEvents(ctx context.Context, t *testing.T, p *profile, ns string, twins []twin) {
 	t.Helper()
 	for _, kind := range []struct{ what, reason, typ string }{
 		{"SuccessfulRescale events", "SuccessfulRescale", ""},
 		{"Warning events", "", corev1.EventTypeWarning},
 	} {
-		var up, ti []string
-		err := harness.WaitReady(ctx, nil, "the same "+kind.what, 15*time.Second, func(ctx context.Context) error {
-			var err error
-			if up, err = events(ctx, p, ns, oracleName, kind.reason, kind.typ); err != nil {
-				return err
+		for _, tw := range twins[1:] {
+			var up, ti []string
+			err := harness.WaitReady(ctx, nil, "the same "+kind.what, 15*time.Second, func(ctx context.Context) error {
+				var err error
+				if up, err = events(ctx, p, ns, oracleTwin, kind.reason, kind.typ); err != nil {
+					return err
+				}
+				if ti, err = events(ctx, p, ns, tw, kind.reason, kind.typ); err != nil {
+					return err
+				}
+				if !slices.Equal(up, ti) {
+					return fmt.Errorf("upstream %q, %s %q", up, tw.who, ti)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Errorf("%s differ: %v", kind.what, err)
+			} else if len(up) > 0 {
+				t.Logf("%s alike (%s): %q", kind.what, tw.who, up)
 			}
-			if ti, err = events(ctx, p, ns, tidalName, kind.reason, kind.typ); err != nil {
-				return err
-			}
-			if !slices.Equal(up, ti) {
-				return fmt.Errorf("upstream %q, tidal %q", up, ti)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Errorf("%s differ: %v", kind.what, err)
-		} else if len(up) > 0 {
-			t.Logf("%s alike: %q", kind.what, up)
 		}
 	}
 }
 
-// twinNames matches the names of a twin's target and pods in an event
-// message, which differ between the twins only by the twin's name.
-var twinNames = regexp.MustCompile(`\b(oracle|tidal)(-[a-z0-9]+)*\b`)
+// twinObjectNames matches the names of a twin's target and pods in an
+// event message, which differ between the twins only by the twin's name.
+var twinObjectNames = regexp.MustCompile(`\b(oracle|tidal|native)(-[a-z0-9]+)*\b`)
 
-// events are the distinct messages of the events of the autoscaler name
-// with the given reason and type (either may be empty for any), as
-// "Reason: message" with the twins' object names replaced, sorted.
-func events(ctx context.Context, p *profile, ns, name, reason, typ string) ([]string, error) {
+// events are the distinct messages of the events of twin tw's autoscaler
+// written by its controller, with the given reason and type (either may be
+// empty for any), as "Reason: message" with the twins' object names
+// replaced, sorted. The HPA twins' events are told apart by their writer:
+// upstream and native-mode tidal record with the same source component,
+// and each also reconciles the other's HPA, whose writes it may not make
+// (see restrictWrites), and warns about that.
+func events(ctx context.Context, p *profile, ns string, tw twin, reason, typ string) ([]string, error) {
 	// The twins' targets share the autoscalers' names; their controllers'
 	// events (FailedCreate, ...) are not compared.
 	kind := "HorizontalPodAutoscaler"
-	if name == tidalName {
+	if tw.crd {
 		kind = v1alpha1.Kind
 	}
-	sel := []fields.Selector{fields.OneTermEqualSelector("involvedObject.name", name), fields.OneTermEqualSelector("involvedObject.kind", kind)}
+	sel := []fields.Selector{fields.OneTermEqualSelector("involvedObject.name", tw.name), fields.OneTermEqualSelector("involvedObject.kind", kind)}
 	if reason != "" {
 		sel = append(sel, fields.OneTermEqualSelector("reason", reason))
 	}
@@ -311,14 +372,22 @@ func events(ctx context.Context, p *profile, ns, name, reason, typ string) ([]st
 	}
 	var out []string
 	for _, e := range list.Items {
+		if !writtenBy(e.ManagedFields, tw.manager) {
+			continue
+		}
 		msg := e.Message
 		if reason == "" {
-			msg = e.Reason + ": " + twinNames.ReplaceAllString(msg, "<twin>")
+			msg = e.Reason + ": " + twinObjectNames.ReplaceAllString(msg, "<twin>")
 		}
 		out = append(out, msg)
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+// writtenBy: manager created the object (its first managedFields entry).
+func writtenBy(fields []metav1.ManagedFieldsEntry, manager string) bool {
+	return len(fields) > 0 && fields[0].Manager == manager
 }
 
 // bystanderName is a third Deployment of every scenario's namespace with a
@@ -343,97 +412,110 @@ func createBystander(ctx context.Context, p *profile, ns string) error {
 	})
 }
 
-// createTwins creates the native HPA on the oracle target and the
-// HorizontalAutoscaler on the tidal one, with the same spec.
-func createTwins(ctx context.Context, p *profile, ns string, spec autoscalingv2.HorizontalPodAutoscalerSpec, k targetKind) error {
-	target := k.ref
-	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: oracleName, Namespace: ns}, Spec: *spec.DeepCopy()}
-	hpa.Spec.ScaleTargetRef = target(oracleName)
-	if _, err := p.h.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, hpa, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create the native HPA: %w", err)
-	}
-	ha := &v1alpha1.HorizontalAutoscaler{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
-		ObjectMeta: metav1.ObjectMeta{Name: tidalName, Namespace: ns},
-		Spec:       v1alpha1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: *spec.DeepCopy()},
-	}
-	ha.Spec.ScaleTargetRef = target(tidalName)
-	return harness.CreateHorizontalAutoscaler(ctx, p.dyn, ha)
-}
-
-// observe reads both controllers' status and targets.
-func observe(ctx context.Context, p *profile, ns string, k targetKind) (oracle, tidal observation, err error) {
-	hpa, err := p.h.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, oracleName, metav1.GetOptions{})
-	if err != nil {
-		return oracle, tidal, err
-	}
-	if oracle, err = formatStatus(&hpa.Status); err != nil {
-		return oracle, tidal, err
-	}
-	u, err := p.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).Get(ctx, tidalName, metav1.GetOptions{})
-	if err != nil {
-		return oracle, tidal, err
-	}
-	var ha v1alpha1.HorizontalAutoscaler
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ha); err != nil {
-		return oracle, tidal, err
-	}
-	if tidal, err = formatStatus(&ha.Status.HorizontalPodAutoscalerStatus); err != nil {
-		return oracle, tidal, err
-	}
-	for _, o := range []struct {
-		name string
-		obs  *observation
-	}{{oracleName, &oracle}, {tidalName, &tidal}} {
-		if o.obs.DeploymentReplicas, err = targetReplicas(ctx, p, ns, o.name, k); err != nil {
-			return oracle, tidal, err
+// createTwins creates the twins' autoscalers, with the same spec: native
+// HPAs, and a HorizontalAutoscaler for the crd twin.
+func createTwins(ctx context.Context, p *profile, ns string, twins []twin, spec autoscalingv2.HorizontalPodAutoscalerSpec, k targetKind) error {
+	for _, tw := range twins {
+		if tw.crd {
+			ha := &v1alpha1.HorizontalAutoscaler{
+				TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
+				ObjectMeta: metav1.ObjectMeta{Name: tw.name, Namespace: ns},
+				Spec:       v1alpha1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: *spec.DeepCopy()},
+			}
+			ha.Spec.ScaleTargetRef = k.ref(tw.name)
+			if err := harness.CreateHorizontalAutoscaler(ctx, p.dyn, ha); err != nil {
+				return err
+			}
+			continue
+		}
+		hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: tw.name, Namespace: ns}, Spec: *spec.DeepCopy()}
+		hpa.Spec.ScaleTargetRef = k.ref(tw.name)
+		if _, err := p.h.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, hpa, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create the HPA %s: %w", tw.name, err)
 		}
 	}
-	return oracle, tidal, nil
+	return nil
 }
 
-// settle polls both controllers until neither has changed for `quiet`,
-// and returns what they settled on, with the sequence of desired replicas
-// each went through. prevO and prevT are what each settled on in the
+// observe reads one twin's status and target.
+func observe(ctx context.Context, p *profile, ns string, tw twin, k targetKind) (observation, error) {
+	var status *autoscalingv2.HorizontalPodAutoscalerStatus
+	if tw.crd {
+		u, err := p.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).Get(ctx, tw.name, metav1.GetOptions{})
+		if err != nil {
+			return observation{}, err
+		}
+		var ha v1alpha1.HorizontalAutoscaler
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ha); err != nil {
+			return observation{}, err
+		}
+		status = &ha.Status.HorizontalPodAutoscalerStatus
+	} else {
+		hpa, err := p.h.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, tw.name, metav1.GetOptions{})
+		if err != nil {
+			return observation{}, err
+		}
+		status = &hpa.Status
+	}
+	o, err := formatStatus(status)
+	if err != nil {
+		return o, err
+	}
+	o.DeploymentReplicas, err = targetReplicas(ctx, p, ns, tw.name, k)
+	return o, err
+}
+
+// settle polls the twins until none has changed for `quiet`, and returns
+// what each settled on, in the order of twins, with the sequence of
+// desired replicas each went through. prev is what each settled on in the
 // previous step (nil before the first): each sequence starts there, so
 // whether the first poll still sees that value (a controller has not yet
 // reconciled since the step's change) is timing and does not count.
-func settle(ctx context.Context, p *profile, ns string, k targetKind, quiet time.Duration, prevO, prevT *int32) (oracle, tidal observation, err error) {
+func settle(ctx context.Context, p *profile, ns string, twins []twin, k targetKind, quiet time.Duration, prev []int32) ([]observation, error) {
 	const timeout = 3 * time.Minute
 	deadline := time.Now().Add(timeout)
-	var seqO, seqT []int32
-	if prevO != nil && prevT != nil {
-		seqO, seqT = []int32{*prevO}, []int32{*prevT}
+	seqs := make([][]int32, len(twins))
+	if len(prev) == len(twins) {
+		for i, v := range prev {
+			seqs[i] = []int32{v}
+		}
 	}
-	var lastO, lastT observation
+	last := make([]observation, len(twins))
 	changed := time.Now()
 	for first := true; ; first = false {
-		o, tw, err := observe(ctx, p, ns, k)
-		if err != nil {
-			return o, tw, err
+		obs := make([]observation, len(twins))
+		for i, tw := range twins {
+			o, err := observe(ctx, p, ns, tw, k)
+			if err != nil {
+				return nil, err
+			}
+			// A status without conditions has not been written yet; when
+			// each controller writes it first is timing, not a decision.
+			if len(o.Conditions) > 0 {
+				seqs[i] = appendDistinct(seqs[i], o.DesiredReplicas)
+			}
+			if first || !o.equalIgnoringSequence(last[i]) {
+				changed = time.Now()
+			}
+			obs[i] = o
 		}
-		// A status without conditions has not been written yet; when each
-		// controller writes it first is timing, not a decision.
-		if len(o.Conditions) > 0 {
-			seqO = appendDistinct(seqO, o.DesiredReplicas)
-		}
-		if len(tw.Conditions) > 0 {
-			seqT = appendDistinct(seqT, tw.DesiredReplicas)
-		}
-		if first || !o.equalIgnoringSequence(lastO) || !tw.equalIgnoringSequence(lastT) {
-			changed = time.Now()
-		}
-		lastO, lastT = o, tw
+		last = obs
 		if time.Since(changed) >= quiet {
-			lastO.Desired, lastT.Desired = seqO, seqT
-			return lastO, lastT, nil
+			for i := range last {
+				last[i].Desired = seqs[i]
+			}
+			return last, nil
 		}
 		if time.Now().After(deadline) {
-			return o, tw, fmt.Errorf("not settled after %s:\n  upstream: %s\n  tidal:    %s", timeout, o, tw)
+			var b strings.Builder
+			for i, tw := range twins {
+				fmt.Fprintf(&b, "\n  %-8s  %s", tw.name+":", obs[i])
+			}
+			return nil, fmt.Errorf("not settled after %s:%s", timeout, b.String())
 		}
 		select {
 		case <-ctx.Done():
-			return o, tw, ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
