@@ -64,7 +64,7 @@ const (
 // Targets of the HorizontalAutoscaler.
 const (
 	cpuTarget   = 60 // percent of request
-	rpsTarget   = 80 // requests per second per pod
+	rpsTarget   = 60 // requests per second per pod, 40% of podCapacity
 	queueTarget = 30 // queued jobs per pod
 	minReplicas = 1
 	maxReplicas = 15
@@ -196,7 +196,9 @@ func setup(ctx context.Context, h *harness.Harness, bin string, cfg Config, out 
 	adapter, err := h.StartAdapter(ctx, harness.AdapterOptions{
 		Binary:   bin,
 		RuleFile: filepath.Join(root, RuleFile),
-		Args:     []string{"--metrics-relist-interval=5s"},
+		// A 2s query cache (the default is 5s) keeps the served values
+		// within seconds of a curve that changes within seconds.
+		Args: []string{"--metrics-relist-interval=5s", "--query-cache-ttl=2s"},
 		APIServices: [][2]string{
 			{"custom.metrics.k8s.io", "v1beta1"},
 			{"custom.metrics.k8s.io", "v1beta2"},
@@ -216,6 +218,9 @@ func setup(ctx context.Context, h *harness.Harness, bin string, cfg Config, out 
 			"--horizontal-pod-autoscaler-sync-period=5s",
 			"--horizontal-pod-autoscaler-cpu-initialization-period=15s",
 			"--horizontal-pod-autoscaler-initial-readiness-delay=5s",
+			// Every sync's metric values in the status, for the live view
+			// and the report.
+			"--status-metrics-min-interval=0",
 		},
 	})
 	if err != nil {
