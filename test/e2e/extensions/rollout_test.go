@@ -3,6 +3,7 @@ package extensions
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,6 +78,9 @@ func TestRolloutHold(t *testing.T) {
 		!strings.Contains(c.Message, `waiting for deployment "web" rollout to finish`) {
 		t.Errorf("condition ScaleDownHeld %+v, want True/RolloutInProgress %q and kubectl's words", c, held)
 	}
+	if !held4to2(s.ha) {
+		t.Errorf("status.tidal.decision %+v, want a RolloutInProgress adjustment 2→4", s.ha.Status.Tidal)
+	}
 	if ev.Type != corev1.EventTypeNormal || ev.Message != c.Message {
 		t.Errorf("ScaleDownHeld event %s %q, want Normal with the condition's message", ev.Type, ev.Message)
 	}
@@ -101,5 +105,15 @@ func TestRolloutHold(t *testing.T) {
 	must(t, err)
 	waitState(ctx, t, ns, "ScaleDownHeld=False/RolloutComplete", func(s state) bool {
 		return conditionIs(s.ha, status.ScaleDownHeldCondition, corev1.ConditionFalse, "RolloutComplete") && s.replicas == 2
+	})
+}
+
+// held4to2 reports whether the decision recorded the hold of 2 at 4.
+func held4to2(ha *v1alpha1.HorizontalAutoscaler) bool {
+	if ha.Status.Tidal == nil || ha.Status.Tidal.Decision == nil {
+		return false
+	}
+	return slices.ContainsFunc(ha.Status.Tidal.Decision.Adjustments, func(a v1alpha1.Adjustment) bool {
+		return a.Reason == "RolloutInProgress" && a.From == 2 && a.To == 4
 	})
 }
