@@ -72,11 +72,12 @@ func TestChartImage(t *testing.T) {
 		})
 	}
 	t.Run("imagePullSecrets", func(t *testing.T) {
-		objs := helmTemplate(t, "--set", "imagePullSecrets[0].name=regcred")
+		// image.pullSecrets is prometheus-adapter's (names), added to both.
+		objs := helmTemplate(t, "--set", "imagePullSecrets[0].name=regcred", "--set", "image.pullSecrets[0]=theirs")
 		for _, name := range []string{"tidal-adapter", "tidal-autoscaler"} {
 			d := typed[appsv1.Deployment](t, find(t, objs, "Deployment", namespace, name))
-			if got := d.Spec.Template.Spec.ImagePullSecrets; len(got) != 1 || got[0].Name != "regcred" {
-				t.Errorf("%s imagePullSecrets %+v, want regcred", name, got)
+			if got := d.Spec.Template.Spec.ImagePullSecrets; len(got) != 2 || got[0].Name != "regcred" || got[1].Name != "theirs" {
+				t.Errorf("%s imagePullSecrets %+v, want regcred and theirs", name, got)
 			}
 		}
 	})

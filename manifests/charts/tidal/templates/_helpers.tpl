@@ -54,6 +54,16 @@ tidal:{{ .Chart.AppVersion }}
 {{- end -}}
 {{- end -}}
 
+{{/* imagePullSecrets of both pods: the value, plus prometheus-adapter's image.pullSecrets (names). */}}
+{{- define "tidal.imagePullSecrets" -}}
+{{- $secrets := concat (default list .Values.imagePullSecrets) (list) -}}
+{{- range .Values.image.pullSecrets }}{{ $secrets = append $secrets (dict "name" .) }}{{ end -}}
+{{- with $secrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
 {{- /*
 The pod-level values both components share, rendered under the pod spec;
 call with (dict "ctx" $ "c" <component values> "component" "adapter").
