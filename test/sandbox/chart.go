@@ -133,6 +133,29 @@ func drawChart(c canvas, samples []Sample, title string) {
 		top := firstPanelY + float64(i)*(panelH+panelGap)
 		drawPanel(c, p, samples, xs, tmax, top, i == 0)
 	}
+	// Bars under the load panel while Prometheus was stopped, and under
+	// the replicas panel while the Fallback condition was True.
+	loadBottom := firstPanelY + panelH
+	replicasBottom := firstPanelY + 2*(panelH+panelGap) + panelH
+	spanBars(c, samples, xs, loadBottom, red, "prometheus stopped", func(s Sample) bool { return s.PromDown })
+	spanBars(c, samples, xs, replicasBottom, orange, "fallback", func(s Sample) bool { return strings.HasPrefix(s.Fallback, "True/") })
+}
+
+// spanBars draws a labelled bar just above y over each run of samples
+// for which on is true.
+func spanBars(c canvas, samples []Sample, xs []float64, y float64, col color.RGBA, label string, on func(Sample) bool) {
+	for i := 0; i < len(samples); i++ {
+		if !on(samples[i]) {
+			continue
+		}
+		j := i
+		for j+1 < len(samples) && on(samples[j+1]) {
+			j++
+		}
+		c.rect(xs[i], y-6, math.Max(xs[j]-xs[i], 2), 5, col)
+		c.text(xs[i]+2, y-10, label, col, left)
+		i = j
+	}
 }
 
 func drawPanel(c canvas, p panel, samples []Sample, xs []float64, tmax, top float64, phases bool) {

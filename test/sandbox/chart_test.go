@@ -39,6 +39,10 @@ func synthetic(curve Curve) []Sample {
 func TestReportWithoutCluster(t *testing.T) {
 	curve := Curve{Phases: DefaultCurve, Duration: 270 * time.Second}
 	samples := synthetic(curve)
+	for i := range samples[200:220] {
+		samples[200+i].PromDown = true
+		samples[205+i].Fallback = "True/AllMetricsFailed"
+	}
 	pngData, err := ChartPNG(samples, "Tidal sandbox: synthetic run")
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +57,11 @@ func TestReportWithoutCluster(t *testing.T) {
 	page := ChartHTML(samples, "synthetic <run>")
 	if !bytes.Contains(page, []byte("<svg")) || bytes.Contains(page, []byte("<script")) || !bytes.Contains(page, []byte("synthetic &lt;run&gt;")) {
 		t.Errorf("chart.html is not a self-contained escaped SVG page")
+	}
+	for _, label := range []string{">prometheus stopped<", ">fallback<"} {
+		if !bytes.Contains(page, []byte(label)) {
+			t.Errorf("chart.html does not mark %s", label)
+		}
 	}
 	csv := string(TimelineCSV(samples))
 	if rows := strings.Count(csv, "\n"); rows != len(samples)+1 {
