@@ -52,7 +52,8 @@ func TestAutoscaleCommand(t *testing.T) {
 		must(t, err)
 	}
 	// 60m of the 100m requested is the 60% target, and 50 rps of a 100
-	// target proposes 1, raised to --min 2: both decisions keep 2.
+	// target proposes 1, which the downscale stabilization window (and
+	// --min 2) keep at 2: both decisions keep 2.
 	env.metrics.SetPodUsage(ns, labels.SelectorFromSet(labels.Set{"app": "web"}), "app", corev1.ResourceCPU, metricsserver.Q("60m"))
 	env.metrics.SetPodMetric(ns, labels.SelectorFromSet(labels.Set{"app": "api"}), rps, metricsserver.Q("50"))
 
@@ -69,17 +70,37 @@ func TestAutoscaleCommand(t *testing.T) {
 			t.Errorf("delete HorizontalPodAutoscaler %s/worker: %v", ns, err)
 		}
 	})
+	createWithAutoscale(ctx, t, ns, kubeconfig)
+	refuseBadInput(ctx, t, ns, kubeconfig)
 
-	run := func(t *testing.T, bin string, args ...string) (stdout, stderr string, err error) {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, bin, args...)
-		var o, e bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &o, &e
-		err = cmd.Run()
-		return o.String(), e.String(), err
+	// The autoscaler reconciles both: status written with its decision.
+	for _, name := range []string{"web", "api"} {
+		waitUntil(ctx, t, "HorizontalAutoscaler "+name+" reconciled", func() (bool, string) {
+			ha, err := getAutoscaler(ctx, ns, name)
+			if err != nil {
+				return false, err.Error()
+			}
+			d := ha.Status.Tidal
+			return d != nil && d.Decision != nil && len(d.Decision.Proposals) == 1 && d.Decision.Proposals[0].Replicas != nil &&
+				ha.Status.DesiredReplicas == 2, describe(ha)
+		})
 	}
+	explainRows(ctx, t, ns, kubeconfig)
+}
 
-	// The three objects.
+// run runs bin with args.
+func run(ctx context.Context, bin string, args ...string) (stdout, stderr string, err error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.String(), e.String(), err
+}
+
+// createWithAutoscale creates two HorizontalAutoscalers and a native HPA
+// with tidal autoscale and checks each against its flags.
+func createWithAutoscale(ctx context.Context, t *testing.T, ns, kubeconfig string) {
+	t.Helper()
 	for _, c := range []struct {
 		title, args, out string
 	}{
@@ -89,7 +110,7 @@ func TestAutoscaleCommand(t *testing.T) {
 		{"native", "deployment/worker --native --max=5 --cpu-percent=70", "horizontalpodautoscaler.autoscaling/worker autoscaled\n"},
 	} {
 		args := append([]string{"autoscale"}, strings.Fields(c.args)...)
-		stdout, stderr, err := run(t, env.tidal, append(args, "-n", ns, kubeconfig)...)
+		stdout, stderr, err := run(ctx, env.tidal, append(args, "-n", ns, kubeconfig)...)
 		if err != nil || stdout != c.out {
 			t.Fatalf("%s: tidal %s: %v; stdout %q, want %q; stderr %s", c.title, c.args, err, stdout, c.out, stderr)
 		}
@@ -113,8 +134,12 @@ func TestAutoscaleCommand(t *testing.T) {
 	must(t, err)
 	// kubectl's --min default: none given, the server's 1.
 	checkSpec(t, "HorizontalPodAutoscaler worker", hpa.Spec, hpa.ManagedFields, "worker", 1, 5, cpu(70))
+}
 
-	// Bad input: a non-zero exit naming the flag, nothing created.
+// refuseBadInput: bad flags exit non-zero naming the flag, and nothing
+// is created.
+func refuseBadInput(ctx context.Context, t *testing.T, ns, kubeconfig string) {
+	t.Helper()
 	for _, c := range []struct {
 		title, name, args string
 		says              []string
@@ -123,7 +148,7 @@ func TestAutoscaleCommand(t *testing.T) {
 		{"unknown metric type", "bad-metric", "--max=3 --metric=gauge:" + rps + ":avg=1", []string{"--metric", "gauge"}},
 	} {
 		args := append([]string{"autoscale", "deployment/web", "--name=" + c.name}, strings.Fields(c.args)...)
-		_, stderr, err := run(t, env.tidal, append(args, "-n", ns, kubeconfig)...)
+		_, stderr, err := run(ctx, env.tidal, append(args, "-n", ns, kubeconfig)...)
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() == 0 {
 			t.Errorf("%s: tidal %s: %v, want a non-zero exit", c.title, strings.Join(args, " "), err)
@@ -137,21 +162,12 @@ func TestAutoscaleCommand(t *testing.T) {
 			t.Errorf("%s: HorizontalAutoscaler %s: %v, want NotFound", c.title, c.name, err)
 		}
 	}
+}
 
-	// The autoscaler reconciles both: status written with its decision.
-	for _, name := range []string{"web", "api"} {
-		waitUntil(ctx, t, "HorizontalAutoscaler "+name+" reconciled", func() (bool, string) {
-			ha, err := getAutoscaler(ctx, ns, name)
-			if err != nil {
-				return false, err.Error()
-			}
-			d := ha.Status.Tidal
-			return d != nil && d.Decision != nil && len(d.Decision.Proposals) == 1 && d.Decision.Proposals[0].Replicas != nil &&
-				ha.Status.DesiredReplicas == 2, describe(ha)
-		})
-	}
-
-	// tidal explain, and the same binary as kubectl's plugin.
+// explainRows: tidal explain, and the same binary as kubectl's plugin,
+// print each metric's row with its proposal.
+func explainRows(ctx context.Context, t *testing.T, ns, kubeconfig string) {
+	t.Helper()
 	dir := t.TempDir()
 	plugin := filepath.Join(dir, "kubectl-tidal")
 	must(t, os.Symlink(env.tidal, plugin))
