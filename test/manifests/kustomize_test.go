@@ -108,8 +108,7 @@ func TestKustomizeComponents(t *testing.T) {
 
 // TestKustomizeMatchesChart: the plain manifests with the cert-manager
 // component and the chart in certManager mode render the same objects
-// (kind, namespace, name), but for the Namespace (Helm's is the release's)
-// and the autoscaler's PodDisruptionBudget (the chart's only).
+// (kind, namespace, name), but for the Namespace (Helm's is the release's).
 func TestKustomizeMatchesChart(t *testing.T) {
 	for _, tt := range []struct {
 		components []string
@@ -136,13 +135,7 @@ func TestKustomizeMatchesChart(t *testing.T) {
 				args = append(args, "--set", "apiServices.resource=true")
 			}
 			var chart []string
-			for _, k := range keys(helmTemplate(t, args...)) {
-				// The chart's autoscaler PDB (autoscaler.podDisruptionBudget)
-				// has no counterpart in the plain manifests yet.
-				if k != "PodDisruptionBudget "+namespace+"/tidal-autoscaler" {
-					chart = append(chart, k)
-				}
-			}
+			chart = append(chart, keys(helmTemplate(t, args...))...)
 			if !slices.Equal(kust, chart) {
 				t.Errorf("kustomize and helm differ:\nkustomize %q\nhelm      %q", kust, chart)
 			}
