@@ -104,7 +104,7 @@ func rulesSummary(rules []byte) string {
 
 // dashboardSummary says whether every dashboard query returned data and
 // compares the dashboard's replica counts with the report's.
-func dashboardSummary(d *DashboardResult, samples []Sample) string {
+func dashboardSummary(d *DashboardResult, samples []Sample, fallback bool) string {
 	var b strings.Builder
 	b.WriteString("\nDashboard (dashboard.txt, dashboard.png): ")
 	problems := d.Problems()
@@ -112,6 +112,9 @@ func dashboardSummary(d *DashboardResult, samples []Sample) string {
 		fmt.Fprintf(&b, "all %d queries of the chart's dashboard returned data over the run.\n", len(d.Results))
 	} else {
 		fmt.Fprintf(&b, "%d queries returned no data or failed:\n  %s\n", len(problems), strings.Join(problems, "\n  "))
+		if !fallback {
+			b.WriteString("  (Error and fallback panels get data only when something fails: --fallback stops Prometheus for a while.)\n")
+		}
 	}
 	if d == nil {
 		return b.String()

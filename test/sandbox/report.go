@@ -43,7 +43,7 @@ func writeReport(h *harness.Harness, cfg Config, curve Curve, res *Result) (stri
 	files := map[string][]byte{
 		"timeline.csv":   TimelineCSV(samples),
 		"chart.html":     ChartHTML(samples, title),
-		"summary.txt":    []byte(Summary(curve, samples) + modeSummary(cfg, res) + rulesSummary(rules) + dashboardSummary(res.Dashboard, samples)),
+		"summary.txt":    []byte(Summary(curve, samples) + modeSummary(cfg, res) + rulesSummary(rules) + dashboardSummary(res.Dashboard, samples, cfg.Fallback)),
 		"rules.yaml":     rules,
 		"dashboard.txt":  []byte(DashboardText(res.Dashboard)),
 		"dashboard.html": DashboardHTML(res.Dashboard, samples),

@@ -65,7 +65,10 @@ const (
 const (
 	cpuTarget   = 60 // percent of request
 	rpsTarget   = 60 // requests per second per pod, 40% of podCapacity
-	queueTarget = 30 // queued jobs per pod
+	// queueTarget is queued jobs per pod: a backlog of ten is a short
+	// wait, and the queue outgrows the request rate's proposal within
+	// seconds of a burst.
+	queueTarget = 10
 	minReplicas = 1
 	maxReplicas = 15
 	// initialReplicas is the Deployment's size before the autoscaler acts.
