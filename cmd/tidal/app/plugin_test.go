@@ -58,6 +58,10 @@ func TestKubectlPlugin(t *testing.T) {
 		{"/usr/local/bin/tidal", []string{"autoscale", "--help"}, "tidal autoscale (TYPE NAME | TYPE/NAME)"},
 		{"/usr/local/bin/kubectl-tidal", []string{"explain", "--help"}, "kubectl tidal explain (TYPE/NAME | TYPE NAME)"},
 		{"/usr/local/bin/tidal", []string{"explain", "--help"}, "tidal explain (TYPE/NAME | TYPE NAME)"},
+		// A subcommand without help of its own lists its own flags, not
+		// the root's sections.
+		{"/usr/local/bin/tidal", []string{"rules", "explain", "--help"}, "--prometheus-url string"},
+		{"/usr/local/bin/tidal", []string{"rules", "explain", "--help"}, "tidal rules explain --config FILE"},
 	} {
 		if out := run(tt.argv0, tt.args...); !strings.Contains(out, tt.want) {
 			t.Errorf("%s %q: output does not contain %q:\n%s", tt.argv0, tt.args, tt.want, out)

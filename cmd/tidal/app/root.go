@@ -81,11 +81,22 @@ autoscaler controller, and the rule file tooling.`,
 	cmd.Flags().AddFlagSet(nfs.FlagSet("global"))
 	cmd.PersistentFlags().AddFlagSet(nfs.FlagSet("logs"))
 	cols := cmdutil.TerminalWidth(cmd.OutOrStdout())
+	// Subcommands without help of their own (rules explain, version)
+	// inherit these: they get cobra's, which lists their own flags, not the
+	// root's sections.
+	defaultUsage, defaultHelp := cmd.UsageFunc(), cmd.HelpFunc()
 	cmd.SetUsageFunc(func(c *cobra.Command) error {
+		if c != cmd {
+			return defaultUsage(c)
+		}
 		printRootUsage(c, nfs, cols)
 		return nil
 	})
-	cmd.SetHelpFunc(func(c *cobra.Command, _ []string) {
+	cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
+		if c != cmd {
+			defaultHelp(c, args)
+			return
+		}
 		fmt.Fprintf(c.OutOrStdout(), "%s\n\n", c.Long)
 		printRootUsage(c, nfs, cols)
 	})
