@@ -140,6 +140,9 @@ func (r QueryResult) Samples() int {
 // DashboardResult is every dashboard query run over the curve.
 type DashboardResult struct {
 	Results []QueryResult
+	// DryRunGauge is tidal_autoscaler_dry_run_desired_replicas of the
+	// demo autoscaler over the run (not a dashboard query).
+	DryRunGauge QueryResult
 	// Err is why the queries could not be run at all.
 	Err error
 }
@@ -195,6 +198,9 @@ func queryDashboard(h *harness.Harness, curve Curve, start, upAt time.Time) *Das
 		series, err := queryRange(client, h.PrometheusURL, q.Expr, start, end, step)
 		res.Results = append(res.Results, QueryResult{Query: q, Series: series, Err: err})
 	}
+	gauge := PanelQuery{Panel: "(dry run)", RefID: "A", Expr: fmt.Sprintf("tidal_autoscaler_dry_run_desired_replicas{namespace=%q,hpa_name=%q}", Namespace, App)}
+	series, err := queryRange(client, h.PrometheusURL, gauge.Expr, start, end, step)
+	res.DryRunGauge = QueryResult{Query: gauge, Series: series, Err: err}
 	return res
 }
 

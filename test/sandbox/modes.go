@@ -43,8 +43,9 @@ func modeSummary(cfg Config, res *Result) string {
 		if hi == 0 {
 			lo = 0
 		}
-		fmt.Fprintf(&b, "  Deployment replicas: %d..%d over the run (it started at %d); would-be count (status.desiredReplicas, also the gauge\n", lo, hi, res.Started)
-		fmt.Fprintf(&b, "  tidal_autoscaler_dry_run_desired_replicas): up to %d. DryRun condition seen: %s.\n", wouldHi, orDash(strings.Join(order, ", ")))
+		fmt.Fprintf(&b, "  Deployment replicas: %d..%d over the run (it started at %d); would-be count (status.desiredReplicas): up to %d.\n",
+			lo, hi, res.Started, wouldHi)
+		fmt.Fprintf(&b, "  DryRun condition seen: %s. %s\n", orDash(strings.Join(order, ", ")), gaugeLine(res.Dashboard))
 	}
 	if cfg.Fallback {
 		from, to := OutageWindow(cfg.Duration)
@@ -137,4 +138,25 @@ func dashboardSummary(d *DashboardResult, samples []Sample, fallback bool) strin
 		}
 	}
 	return b.String()
+}
+
+// gaugeLine says what tidal_autoscaler_dry_run_desired_replicas read.
+func gaugeLine(d *DashboardResult) string {
+	if d == nil || d.Err != nil {
+		return "The gauge was not queried."
+	}
+	g := d.DryRunGauge
+	switch {
+	case g.Err != nil:
+		return "The gauge: " + g.Err.Error() + "."
+	case g.Samples() == 0:
+		return "The gauge " + g.Query.Expr + " had no sample."
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range g.Series {
+		for _, p := range s.Points {
+			lo, hi = math.Min(lo, p.V), math.Max(hi, p.V)
+		}
+	}
+	return fmt.Sprintf("The gauge tidal_autoscaler_dry_run_desired_replicas read %s to %s.", trimNum(lo), trimNum(hi))
 }

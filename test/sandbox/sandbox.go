@@ -63,8 +63,8 @@ const (
 
 // Targets of the HorizontalAutoscaler.
 const (
-	cpuTarget   = 60 // percent of request
-	rpsTarget   = 60 // requests per second per pod, 40% of podCapacity
+	cpuTarget = 60 // percent of request
+	rpsTarget = 60 // requests per second per pod, 40% of podCapacity
 	// queueTarget is queued jobs per pod: a backlog of ten is a short
 	// wait, and the queue outgrows the request rate's proposal within
 	// seconds of a burst.
