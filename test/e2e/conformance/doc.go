@@ -23,8 +23,9 @@
 // annotated autoupdate "false") and out of native tidal's, and granted
 // back by name, "oracle" to upstream and "native" to tidal. Each still
 // reads and decides for the other's HPA; its writes there are refused and
-// it records FailedRescale and FailedUpdateStatus warnings about them,
-// which are expected: events are compared by who wrote them
+// it records warnings about them (FailedRescale, FailedUpdateStatus, and
+// tidal's OtherStatusWriter on seeing upstream's status writes), which are
+// expected and logged: events are compared by who wrote them
 // (managedFields), and every scenario checks that each HPA's status and
 // its target's scale were written by its own controller only.
 // TIDAL_CONFORMANCE_MODES=crd or =native runs one mode.
