@@ -129,6 +129,9 @@ type config struct {
 	shards int
 	phases []string
 	steady bool
+	// statusInterval is the tidal-bounded phase's
+	// --status-metrics-min-interval (TIDAL_BENCH_STATUS_INTERVAL, 60s).
+	statusInterval time.Duration
 }
 
 func configFromEnv() config {
@@ -142,6 +145,10 @@ func configFromEnv() config {
 		phases:      []string{"tidal", "kcm"},
 	}
 	c.steady = os.Getenv("TIDAL_BENCH_USAGE") == "steady"
+	c.statusInterval = time.Minute
+	if d, err := time.ParseDuration(os.Getenv("TIDAL_BENCH_STATUS_INTERVAL")); err == nil && d > 0 {
+		c.statusInterval = d
+	}
 	if p := os.Getenv("TIDAL_BENCH_PHASES"); p != "" {
 		c.phases = strings.Split(p, ",")
 	}
@@ -204,6 +211,10 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		switch phase {
 		case "tidal":
 			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, 0)
+		case "tidal-bounded":
+			// The status bound on (docs/operations.md): values-only
+			// status changes written at most once per interval.
+			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, 0, "--status-metrics-min-interval="+cfg.statusInterval.String())
 		case "tidal-sharded":
 			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, cfg.shards)
 		case "baseline":
@@ -677,7 +688,7 @@ func cpuOf(name string) float64 {
 // runTidal runs the tidal phases: one `tidal autoscaler` with leader
 // election (shards 0), or shards replicas with --sharding, each named
 // tidal-sharded-N (the profile, if asked for, is then the first's).
-func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string, cfg config, targets []target, auditLog string, shards int) (phaseResult, error) {
+func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string, cfg config, targets []target, auditLog string, shards int, extraArgs ...string) (phaseResult, error) {
 	root, err := harness.RepoRoot()
 	if err != nil {
 		return phaseResult{}, err
@@ -685,7 +696,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 	if _, err := h.ApplyCRDs(ctx, filepath.Join(root, "manifests", "crd")); err != nil {
 		return phaseResult{}, err
 	}
-	args := syncPeriodArgs()
+	args := append(syncPeriodArgs(), extraArgs...)
 	profile := os.Getenv("TIDAL_BENCH_PROFILE")
 	if profile != "" {
 		args = append(args, "--profiling")

@@ -127,12 +127,18 @@ func newPlan(sz sizes, rounds int, peer, noop string) plan {
 	// starting a harness of its own.
 	moving := []string{"tidal", "kcm"}
 	if sz.fleet1k == sz.fleet10k && sz.fleet3k == sz.fleet10k {
-		moving = append(moving, sharded)
+		moving = append(moving, sharded, bounded)
 		fleet("fleet-10k-sharded", sz.fleet10k, "moving", moving...)
 	} else {
 		fleet("fleet-10k-sharded", sz.fleet10k, "moving", sharded, "tidal")
 	}
-	fleet("fleet-1k-moving", sz.fleet1k, "moving", moving...)
+	// The 1k row also measures the status bound on (tidal-bounded), the
+	// issue's "with it on and off".
+	oneK := moving
+	if !slices.Contains(oneK, bounded) {
+		oneK = append(slices.Clone(moving), bounded)
+	}
+	fleet("fleet-1k-moving", sz.fleet1k, "moving", oneK...)
 	fleet("fleet-10k-steady", sz.fleet10k, "steady", "tidal", "kcm")
 	// Tidal's CPU per autoscaler at 1k with usage steady, the 10k
 	// steady row's reference; the smoke run's is the same job as 10k's.

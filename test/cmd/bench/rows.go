@@ -151,6 +151,9 @@ const (
 	// sharded is the fleet benchmark's side of several `tidal autoscaler
 	// --sharding` replicas.
 	sharded = "tidal-sharded"
+	// bounded is the fleet benchmark's side of one replica with
+	// --status-metrics-min-interval=60s.
+	bounded = "tidal-bounded"
 	// upstream is the closed loop's reference: prometheus-adapter and
 	// kube-controller-manager's HPA controller.
 	upstream = "upstream"
@@ -213,12 +216,13 @@ func rows(p plan) []row {
 	fleetAt := func(j, side, metric string) ref { return ref{job: j, row: "fleet", side: side, metric: metric} }
 	out = append(out, row{
 		id: "fleet-1k", title: fmt.Sprintf("%s autoscalers x %d pods, %s sync, usage moving", count(sz.fleet1k), sz.fleetPods, sz.syncPeriod),
-		cells: []ref{fleetAt("fleet-1k-moving", tidal, "cpu-per-period"), fleetAt("fleet-1k-moving", kcm, "cpu-per-period"),
-			fleetAt("fleet-1k-moving", tidal, "requests-per-period"), fleetAt("fleet-1k-moving", kcm, "requests-per-period"),
-			fleetAt("fleet-1k-moving", tidal, "reconciles-per-period"), fleetAt("fleet-1k-moving", kcm, "reconciles-per-period")},
+		cells: []ref{fleetAt("fleet-1k-moving", tidal, "cpu-per-period"), fleetAt("fleet-1k-moving", bounded, "cpu-per-period"), fleetAt("fleet-1k-moving", kcm, "cpu-per-period"),
+			fleetAt("fleet-1k-moving", tidal, "requests-per-period"), fleetAt("fleet-1k-moving", bounded, "requests-per-period"), fleetAt("fleet-1k-moving", kcm, "requests-per-period"),
+			fleetAt("fleet-1k-moving", tidal, "reconciles-per-period"), fleetAt("fleet-1k-moving", bounded, "reconciles-per-period"), fleetAt("fleet-1k-moving", kcm, "reconciles-per-period")},
 		goals: []goal{
 			{text: "CPU per period <= 0.2 of kcm's", num: fleetAt("fleet-1k-moving", tidal, "cpu-per-period"), den: fleetAt("fleet-1k-moving", kcm, "cpu-per-period"), op: atMost, bound: 0.2},
 			{text: "API requests per period <= 0.33 of kcm's", num: fleetAt("fleet-1k-moving", tidal, "requests-per-period"), den: fleetAt("fleet-1k-moving", kcm, "requests-per-period"), op: atMost, bound: 0.33},
+			{text: "with --status-metrics-min-interval=60s: CPU per period <= 0.2 of kcm's", num: fleetAt("fleet-1k-moving", bounded, "cpu-per-period"), den: fleetAt("fleet-1k-moving", kcm, "cpu-per-period"), op: atMost, bound: 0.2},
 		},
 	})
 
