@@ -5,7 +5,9 @@
 // Only the distinct (series name, label names) pairs are kept, never the
 // label sets, so memory grows with the number of metric names, not with
 // the number of series. A failing query keeps that query's last good
-// result; it never blanks the other rules.
+// result; it never blanks the other rules. After a query failed, its
+// answers add to its last good result instead of replacing it until its
+// window lies wholly after the backend came back (see recoveryHold).
 package discovery
 
 import (
@@ -13,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +57,10 @@ type Discoverer struct {
 	mu sync.Mutex
 	// results holds the last good shapes per (backend, seriesQuery).
 	results map[queryKey][]prom.Shape
+	// failing holds the queries whose last pass failed; back, when the
+	// queries that failed answered again, while recoveryHold lasts.
+	failing map[queryKey]bool
+	back    map[queryKey]time.Time
 }
 
 type queryKey struct {
@@ -89,7 +96,8 @@ func New(o Options) *Discoverer {
 	if o.MaxAge <= 0 {
 		o.MaxAge = o.Interval
 	}
-	d := &Discoverer{o: o, kick: make(chan struct{}, 1), results: map[queryKey][]prom.Shape{}, created: o.Now()}
+	d := &Discoverer{o: o, kick: make(chan struct{}, 1), results: map[queryKey][]prom.Shape{},
+		failing: map[queryKey]bool{}, back: map[queryKey]time.Time{}, created: o.Now()}
 	d.pending.Store(&Pending{})
 	d.rules.Store(ruleset.Empty())
 	d.snap.Store(emptySnapshot())
@@ -189,13 +197,25 @@ func (d *Discoverer) RunOnce(ctx context.Context) error {
 			if last, ok := d.results[o.key]; ok {
 				fresh[o.key] = last
 			}
+			d.failing[o.key] = true
+			delete(d.back, o.key)
 			continue
 		}
 		succeeded++
-		fresh[o.key] = o.shapes
+		fresh[o.key] = d.recovered(o.key, o.shapes, end)
 	}
 	// Results of queries no rule runs any more are dropped here.
 	d.results = fresh
+	for k := range d.failing {
+		if _, ok := fresh[k]; !ok {
+			delete(d.failing, k)
+		}
+	}
+	for k := range d.back {
+		if _, ok := fresh[k]; !ok {
+			delete(d.back, k)
+		}
+	}
 	// A reload may have happened while querying: map with the newest rules.
 	snap := build(d.rules.Load(), d.results)
 	d.snap.Store(snap)
@@ -222,6 +242,55 @@ func (d *Discoverer) RunOnce(ctx context.Context) error {
 	d.pending.Store(pending)
 	d.passed.Store(true)
 	return errors.Join(errs...)
+}
+
+// recoveryHold is how long after a failing query answered again its
+// answers only add to its last good result: until its series window
+// (MaxAge) lies wholly after that answer, plus one relist interval. A
+// backend that was down has no samples for the time it was down, and a
+// Prometheus that has just started is ready a few seconds before its first
+// scrape (it applies its targets on a 5s tick), so meanwhile a window of
+// a few seconds finds no series of the targets it scraped before. Without
+// the hold one such answer drops every metric of the rule until the next
+// relist, as if its series were gone.
+func (d *Discoverer) recoveryHold() time.Duration { return d.o.MaxAge + d.o.Interval }
+
+// recovered returns what a successful answer for k at end leaves as its
+// result: the answer itself, or, while k is recovering from a failure, the
+// answer plus the shapes of the last good result it lacks. d.mu is held.
+func (d *Discoverer) recovered(k queryKey, shapes []prom.Shape, end time.Time) []prom.Shape {
+	if d.failing[k] {
+		delete(d.failing, k)
+		d.back[k] = end
+	}
+	at, ok := d.back[k]
+	if !ok {
+		return shapes
+	}
+	if end.Sub(at) >= d.recoveryHold() {
+		delete(d.back, k)
+		return shapes
+	}
+	seen := make(map[string]bool, len(shapes))
+	for _, sh := range shapes {
+		seen[shapeKey(sh)] = true
+	}
+	merged := shapes
+	for _, sh := range d.results[k] {
+		if !seen[shapeKey(sh)] {
+			merged = append(merged[:len(merged):len(merged)], sh)
+		}
+	}
+	if kept := len(merged) - len(shapes); kept > 0 {
+		klog.InfoS("Discovery query answered again after failing; keeping the series its answer lacks until its window lies after the recovery",
+			"seriesQuery", k.query, "backend", k.backend.Name(), "answered", len(shapes), "kept", kept, "until", at.Add(d.recoveryHold()))
+	}
+	return merged
+}
+
+// shapeKey identifies a shape: its series name and label names.
+func shapeKey(sh prom.Shape) string {
+	return sh.Name + "\x00" + strings.Join(sh.Labels, "\x00")
 }
 
 // Pending is the discovery state the provider reports when asked for a
