@@ -272,3 +272,47 @@ func mirrorOnce(ctx context.Context, p *profile, ns, name string) error {
 	}
 	return err
 }
+
+// waitTargetStatus waits until a Deployment's or StatefulSet's status
+// counts its ready pods as they are. An act that changes a pod's
+// readiness makes the workload controller write the status; a /scale
+// write decided on the scale read before it is refused with a Conflict.
+// Tidal reads the scale from its informer, so such a write, racing with
+// its first reconcile, is tidal's (a FailedRescale upstream, reading the
+// scale afresh, seldom gets): timing, not a decision.
+func waitTargetStatus(ctx context.Context, p *profile, ns, name string, k targetKind) error {
+	if k == scalableTarget {
+		return nil // mirrorScalables writes no readiness
+	}
+	return harness.WaitReady(ctx, nil, k.kind()+" "+ns+"/"+name+" status", 30*time.Second, func(ctx context.Context) error {
+		var counted int32
+		switch k {
+		case statefulSetTarget:
+			s, err := p.h.Client.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			counted = s.Status.ReadyReplicas
+		default:
+			d, err := p.h.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			counted = d.Status.ReadyReplicas
+		}
+		list, err := p.h.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil {
+			return err
+		}
+		var ready int32
+		for _, pod := range list.Items {
+			if metav1.GetControllerOf(&pod) != nil && pod.DeletionTimestamp == nil && harness.PodReady(&pod) {
+				ready++
+			}
+		}
+		if counted != ready {
+			return fmt.Errorf("status counts %d ready pods, %d are", counted, ready)
+		}
+		return nil
+	})
+}

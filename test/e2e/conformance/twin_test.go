@@ -257,6 +257,13 @@ func runScenario(t *testing.T, p *profile, sc scenario) {
 		first.set(m)
 	}
 	act(0, first)
+	if first.act != nil {
+		for _, tw := range twins {
+			if err := waitTargetStatus(ctx, p, ns, tw.name, sc.target); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	if err := createBystander(ctx, p, ns); err != nil {
 		t.Fatal(err)
 	}
