@@ -232,10 +232,10 @@ func queryRange(client *http.Client, base, expr string, start, end time.Time, st
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, fmt.Errorf("Prometheus answered %s with no readable JSON: %w", resp.Status, err)
+		return nil, fmt.Errorf("the query range answer (%s) is no readable JSON: %w", resp.Status, err)
 	}
 	if body.Status != "success" {
-		return nil, fmt.Errorf("Prometheus: %s", body.Error)
+		return nil, fmt.Errorf("query range refused by Prometheus: %s", body.Error)
 	}
 	var out []Series
 	for _, r := range body.Data.Result {
