@@ -133,13 +133,7 @@ func (r *reconciler) applyFallback(s *step) {
 			r.recorder.Event(s.obj.Runtime(), corev1.EventTypeNormal, "FallbackEnded", "a metric was computed again: fallback ends and the metrics decide")
 		}
 	}
-	active := false
-	for _, c := range st.Conditions {
-		if c.Type == status.FallbackCondition {
-			active = c.Status == corev1.ConditionTrue
-		}
-	}
-	r.monitor.ObserveFallback(s.obj.GetNamespace(), s.obj.GetName(), true, active)
+	r.monitor.ObserveFallback(s.obj.GetNamespace(), s.obj.GetName(), true, hasCondition(st, status.FallbackCondition, corev1.ConditionTrue))
 }
 
 // recordDryRun records, for an autoscaler in dry run, what it would do:
