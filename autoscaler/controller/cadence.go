@@ -65,28 +65,41 @@ func (c *cadence) forget(key string) {
 //
 // An autoscaler that shares its namespace's PodMetrics list (aligned)
 // comes due on the namespace's beat instead, the instants congruent to
-// beat modulo period, at the one in [due+period, due+2*period): so the
-// autoscalers of a namespace come due together and one list serves them
-// all. No interval is shorter than a period, as upstream's never is: a
-// shorter one would let the per-reconcile scale-up limit of the legacy
-// rules act twice within a period (3 -> 6 -> 12 where upstream reaches 6).
-// The first interval after an add, or after the namespace gets a second
-// autoscaler, may be longer; from then on it is exactly the period.
+// beat modulo period, so that the autoscalers of a namespace come due
+// together and one list serves them all. One off the beat (just created,
+// or its namespace just got a second autoscaler, or the queue fell a
+// period behind) moves towards the beat by at most maxDrift of a period
+// per interval: no interval is shorter than a period, as upstream's never
+// is (a shorter one would let the per-reconcile scale-up limit of the
+// legacy rules act twice within a period: 3 -> 6 -> 12 where upstream
+// reaches 6), and none longer than 1.1 periods, so that every autoscaler
+// is still reconciled about once a period while it joins the beat (going
+// straight to the beat made one interval up to two periods). It joins
+// within ten intervals; from then on every interval is exactly the period.
 func nextDue(due, now time.Time, period, beat time.Duration, aligned bool) time.Time {
 	next := due.Add(period)
 	if aligned {
-		off := (next.UnixNano() - int64(beat)) % int64(period)
-		if off < 0 {
-			off += int64(period)
-		}
-		if off != 0 {
-			next = next.Add(period - time.Duration(off))
-		}
+		next = next.Add(min(untilBeat(next, period, beat), maxDrift(period)))
 	}
 	if next.After(now) {
 		return next
 	}
 	return now
+}
+
+// maxDrift is the most an interval exceeds the period to join the beat.
+func maxDrift(period time.Duration) time.Duration { return period / 10 }
+
+// untilBeat is the time from t to the first beat instant at or after t.
+func untilBeat(t time.Time, period, beat time.Duration) time.Duration {
+	off := (t.UnixNano() - int64(beat)) % int64(period)
+	if off < 0 {
+		off += int64(period)
+	}
+	if off == 0 {
+		return 0
+	}
+	return period - time.Duration(off)
 }
 
 // namespaceBeat spreads namespaces over the period by the hash of their

@@ -31,9 +31,10 @@ func TestNextDue(t *testing.T) {
 		{name: "a period behind: at once", due: t0, now: t0.Add(period), want: t0.Add(period)},
 		{name: "more than a period behind: at once, not a catch-up", due: t0, now: t0.Add(40 * time.Second), want: t0.Add(40 * time.Second)},
 		{name: "aligned, on the beat: one period", due: t0, now: t0, aligned: true, want: t0.Add(period)},
-		{name: "aligned, off the beat: the first beat from due+period", due: t0.Add(5 * time.Second), now: t0.Add(5 * time.Second), aligned: true, want: t0.Add(2 * period)},
-		{name: "aligned, just after the beat: almost two periods", due: t0.Add(time.Millisecond), now: t0.Add(time.Millisecond), aligned: true, want: t0.Add(2 * period)},
+		{name: "aligned, the beat within reach: joins it", due: t0.Add(-time.Second), now: t0, aligned: true, want: t0.Add(period)},
 		{name: "aligned, just before the beat: a period and a moment", due: t0.Add(-time.Millisecond), now: t0, aligned: true, want: t0.Add(period)},
+		{name: "aligned, off the beat: a tenth of a period towards it", due: t0.Add(5 * time.Second), now: t0.Add(5 * time.Second), aligned: true, want: t0.Add(period + 6500*time.Millisecond)},
+		{name: "aligned, just after the beat: a tenth of a period, not almost two", due: t0.Add(time.Millisecond), now: t0.Add(time.Millisecond), aligned: true, want: t0.Add(period + 1501*time.Millisecond)},
 		{name: "aligned, a period behind: at once", due: t0, now: t0.Add(20 * time.Second), aligned: true, want: t0.Add(20 * time.Second)},
 	}
 	for _, tt := range tests {
@@ -42,9 +43,44 @@ func TestNextDue(t *testing.T) {
 			if !got.Equal(tt.want) {
 				t.Errorf("nextDue(t0+%s, now t0+%s) = t0+%s, want t0+%s", tt.due.Sub(t0), tt.now.Sub(t0), got.Sub(t0), tt.want.Sub(t0))
 			}
-			// Never sooner than upstream (a period), never a period late.
-			if d := got.Sub(tt.due); got.After(tt.now) && (d < period || d >= 2*period) {
-				t.Errorf("interval %s, want in [%s, %s)", d, period, 2*period)
+			// Never sooner than upstream (a period), never more than a
+			// tenth of a period later.
+			if d := got.Sub(tt.due); got.After(tt.now) && (d < period || d > period+period/10) {
+				t.Errorf("interval %s, want in [%s, %s]", d, period, period+period/10)
+			}
+		})
+	}
+}
+
+// TestNextDueJoinsTheBeat: from any point of the period an aligned
+// autoscaler is on its namespace's beat within ten intervals, each of them
+// between one and 1.1 periods, and stays there.
+func TestNextDueJoinsTheBeat(t *testing.T) {
+	const (
+		period = 15 * time.Second
+		beat   = 3 * time.Second
+	)
+	t0 := time.Date(2026, 11, 21, 12, 0, 3, 0, time.UTC) // on the beat
+	for _, start := range []time.Duration{0, time.Millisecond, time.Second, 7 * time.Second, 14999 * time.Millisecond} {
+		t.Run(start.String(), func(t *testing.T) {
+			due := t0.Add(start)
+			joined := -1
+			for i := range 15 {
+				next := nextDue(due, due, period, beat, true)
+				if d := next.Sub(due); d < period || d > period+period/10 {
+					t.Fatalf("interval %d: %s, want in [%s, %s]", i+1, d, period, period+period/10)
+				}
+				due = next
+				onBeat := untilBeat(due, period, beat) == 0
+				if onBeat && joined < 0 {
+					joined = i + 1
+				}
+				if !onBeat && joined >= 0 {
+					t.Fatalf("left the beat at interval %d after joining it at %d", i+1, joined)
+				}
+			}
+			if joined < 0 || joined > 10 {
+				t.Errorf("joined the beat after %d intervals, want 1 to 10", joined)
 			}
 		})
 	}
@@ -144,41 +180,112 @@ func TestWaitInQueueDoesNotStretchThePeriod(t *testing.T) {
 	}
 }
 
+// stepQueue queues a key at once whatever its delay and records when it
+// was due, so that a test can run reconciles one after the other at the
+// times the controller asked for.
+type stepQueue struct {
+	workqueue.TypedDelayingInterface[string]
+	now     func() time.Time
+	pending []keyAt
+}
+
+type keyAt struct {
+	key string
+	at  time.Time
+}
+
+func (q *stepQueue) AddAfter(key string, d time.Duration) {
+	q.pending = append(q.pending, keyAt{key, q.now().Add(d)})
+	q.TypedDelayingInterface.Add(key)
+}
+
 // TestNamespaceAutoscalersComeDueTogether: two autoscalers of a namespace,
-// due 4s apart, are next due at the same instant, the namespace's beat, no
-// sooner than a period after each one's last due time.
+// due 4s apart, come due at the same instant, the namespace's beat, within
+// ten intervals, none shorter than a period nor longer than 1.1 periods,
+// and stay together.
 func TestNamespaceAutoscalersComeDueTogether(t *testing.T) {
 	const period = 15 * time.Second
 	f := newFixture(t, source.ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000), podMetrics: milliByPod(500)},
 		newHPA("web", nil, 10, cpuUtilization(50)), newHPA("api", nil, 10, cpuUtilization(50)))
-	q := &recordingQueue{TypedDelayingInterface: f.ctrl.queue}
+	clk := f.ctrl.r.clock.(*testingclock.FakePassiveClock)
+	q := &stepQueue{TypedDelayingInterface: f.ctrl.queue, now: clk.Now}
 	f.ctrl.queue = q
 	defer q.ShutDown()
-	clk := f.ctrl.r.clock.(*testingclock.FakePassiveClock)
 	// onBeat is the namespace's beat just before the fixture's clock.
 	onBeat := clk.Now().Truncate(period).Add(namespaceBeat(ns, period))
 	for onBeat.After(clk.Now()) {
 		onBeat = onBeat.Add(-period)
 	}
-	dues := map[string]time.Time{ns + "/web": onBeat.Add(time.Second), ns + "/api": onBeat.Add(5 * time.Second)}
+	dues := map[string][]time.Time{ns + "/web": {onBeat.Add(time.Second)}, ns + "/api": {onBeat.Add(5 * time.Second)}}
 	for key, due := range dues {
 		f.ctrl.cadence.forget(key)
-		f.ctrl.cadence.scheduled(key, due)
+		f.ctrl.cadence.scheduled(key, due[0])
 	}
-	var next []time.Time
-	for range 2 {
-		clk.SetTime(onBeat.Add(6 * time.Second))
+	// Both are in the queue (the fixture added them): reconcile them 6s
+	// after the beat, then each at the time it asked for.
+	clk.SetTime(onBeat.Add(6 * time.Second))
+	for i := 0; i < 2+2*12; i++ {
+		if i >= 2 {
+			next := q.pending[0]
+			q.pending = q.pending[1:]
+			dues[next.key] = append(dues[next.key], next.at)
+			clk.SetTime(next.at)
+		}
 		if !f.ctrl.processNextWorkItem(context.Background()) {
 			t.Fatal("queue shut down")
 		}
-		q.mu.Lock()
-		next = append(next, clk.Now().Add(q.delays[len(q.delays)-1]))
-		q.mu.Unlock()
 	}
-	want := onBeat.Add(2 * period)
-	for i, n := range next {
-		if !n.Equal(want) {
-			t.Errorf("autoscaler %d next due at beat+%s, want beat+%s (due at beat+1s and beat+5s)", i, n.Sub(onBeat), want.Sub(onBeat))
+	web, api := dues[ns+"/web"], dues[ns+"/api"]
+	for key, ds := range dues {
+		for i := 1; i < len(ds); i++ {
+			if d := ds[i].Sub(ds[i-1]); d < period || d > period+period/10 {
+				t.Errorf("%s: interval %d is %s, want in [%s, %s]", key, i, d, period, period+period/10)
+			}
 		}
+	}
+	together := -1
+	for i := range min(len(web), len(api)) {
+		same := web[i].Equal(api[i]) && untilBeat(web[i], period, namespaceBeat(ns, period)) == 0
+		if same && together < 0 {
+			together = i
+		}
+		if !same && together >= 0 {
+			t.Errorf("apart again at interval %d (web beat+%s, api beat+%s)", i, web[i].Sub(onBeat), api[i].Sub(onBeat))
+		}
+	}
+	if together < 0 || together > 10 {
+		t.Errorf("together on the beat from interval %d, want 1 to 10; web %v, api %v", together, web, api)
+	}
+}
+
+// TestEchoKeepsTheCadence: the event of a reconcile's own status write,
+// which arrives while the key is being reconciled (no time recorded for
+// it), does not win over the time the reconcile then schedules: an echo's
+// time, a moment after the reconcile was due plus a period, would pull a
+// key that is joining its namespace's beat back off it every interval.
+func TestEchoKeepsTheCadence(t *testing.T) {
+	const period = 15 * time.Second
+	f := newFixture(t, source.ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000), podMetrics: milliByPod(500)},
+		newHPA("web", nil, 10, cpuUtilization(50)), newHPA("api", nil, 10, cpuUtilization(50)))
+	clk := f.ctrl.r.clock.(*testingclock.FakePassiveClock)
+	key := ns + "/web"
+	beat := namespaceBeat(ns, period)
+	// Due 5 s after the beat; reconciled and written 100 ms later.
+	due := clk.Now().Truncate(period).Add(beat).Add(5 * time.Second)
+	clk.SetTime(due.Add(100 * time.Millisecond))
+	f.ctrl.cadence.forget(key)
+	f.ctrl.cadence.scheduled(key, due)
+
+	// processNextWorkItem's steps, with the echo between them.
+	got := f.ctrl.cadence.started(key, clk.Now())
+	f.ctrl.update(newHPA("web", nil, 10), newHPA("web", nil, 10))
+	want := nextDue(got, clk.Now(), period, beat, f.ctrl.sharesNamespace(ns))
+	f.ctrl.scheduleAt(key, want)
+
+	if want.Sub(due) <= period {
+		t.Fatalf("nextDue = due+%s, want more than a period (on its way to the beat)", want.Sub(due))
+	}
+	if next := f.ctrl.cadence.started(key, want.Add(time.Hour)); !next.Equal(want) {
+		t.Errorf("next reconcile due at due+%s, want due+%s (the cadence's, not the echo's)", next.Sub(due), want.Sub(due))
 	}
 }

@@ -292,9 +292,13 @@ func (c *Controller) add(obj any) {
 	c.scheduleAt(key, now)
 }
 
-// update queues at once on a spec change (metadata.generation bumped);
-// other updates, including the controller's own status writes and
-// resyncs, wait for the period.
+// update queues at once on a spec change (metadata.generation bumped).
+// Other updates (the controller's own status writes coming back, resyncs)
+// change nothing: every reconcile schedules the next one, at most 1.1
+// periods later (nextDue), so a key is always waiting or being reconciled.
+// They only queue a key that nothing schedules, two periods on, as a net:
+// any earlier time would win over the cadence's and pull the key off its
+// namespace's beat (an echo arrives a moment after its reconcile was due).
 func (c *Controller) update(oldObj, newObj any) {
 	oldMeta, err1 := meta.Accessor(oldObj)
 	newMeta, err2 := meta.Accessor(newObj)
@@ -303,7 +307,7 @@ func (c *Controller) update(oldObj, newObj any) {
 		return
 	}
 	if key, ok := c.keyOf(newObj); ok {
-		c.scheduleAt(key, c.r.clock.Now().Add(c.period))
+		c.scheduleAt(key, c.r.clock.Now().Add(2*c.period))
 	}
 }
 

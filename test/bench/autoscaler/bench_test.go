@@ -44,6 +44,9 @@
 // TIDAL_BENCH_PROFILE (a file: tidal runs with --profiling and a CPU
 // profile of its measured periods is written there),
 // TIDAL_BENCH_KCM_PROFILE (the same for kube-controller-manager),
+// TIDAL_BENCH_SETTLE_PERIODS (12: the most periods the tidal phases wait,
+// after every object has a status, for the autoscalers to join their
+// namespaces' beats, one PodMetrics list per namespace and period),
 // TIDAL_BENCH_SYNC_PERIOD (15s; both controllers' sync period, shorter
 // only for the smoke run), TIDAL_BENCH_SAMPLES (a file: every phase's
 // figures appended as JSON lines, see test/bench/samples; kcm's also
@@ -239,6 +242,8 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		}
 		if phase == "kcm" {
 			b.Logf("kcm: %d of %d HPAs read their target's /scale in the window; longest time between two reads of one: %s", r.visited, cfg.autoscalers, r.longestGap.Round(time.Millisecond))
+		} else {
+			b.Logf("%s: longest time between two reconciles of one autoscaler (its gauge, sampled every 3 s): %s; largest queue depth %.0f", phase, r.longestGap.Round(time.Millisecond), r.maxQueueDepth)
 		}
 		runs[phase] = append(runs[phase], r)
 		recordPhase(b, cfg, phase, len(runs[phase]), r)
@@ -299,7 +304,10 @@ func recordPhase(b *testing.B, cfg config, phase string, round int, r phaseResul
 			samples.Sample{Metric: "longest-visit-gap", Value: r.longestGap.Seconds(), Unit: "s"},
 			samples.Sample{Metric: "objects-visited", Value: float64(r.visited), Unit: "objects"})
 	} else {
-		figures = append(figures, samples.Sample{Metric: "max-queue-depth", Value: r.maxQueueDepth, Unit: "items"})
+		figures = append(figures,
+			samples.Sample{Metric: "max-queue-depth", Value: r.maxQueueDepth, Unit: "items"},
+			samples.Sample{Metric: "longest-visit-gap", Value: r.longestGap.Seconds(), Unit: "s"},
+			samples.Sample{Metric: "settle-periods", Value: float64(r.settlePeriods), Unit: "periods"})
 	}
 	if r.sharded() {
 		// cpu-per-period, reconciles-per-period and rss above are the
@@ -464,6 +472,9 @@ type phaseResult struct {
 	requests            requestCount
 	// desired counts the objects by status.desiredReplicas at the end.
 	desired map[int32]int
+	// settlePeriods is how many periods tidal's phases waited for its
+	// autoscalers to join their namespaces' beats before the window.
+	settlePeriods int
 	// maxQueueDepth is the largest work queue depth sampled (tidal only).
 	maxQueueDepth float64
 	// rssMiB is the process's resident memory at the end of the window.
@@ -473,9 +484,10 @@ type phaseResult struct {
 	apiserverPerPeriod, etcdPerPeriod float64
 	// from and to bound the measured window.
 	from, to time.Time
-	// longestGap is the longest time between two reads of one target's
-	// /scale in the window, and visited the objects read at least once
-	// (kcm only: it reads /scale once per reconcile).
+	// longestGap is the longest time between two visits of one object in
+	// the window: for kcm between two reads of its target's /scale (once
+	// per reconcile, from the audit log), and visited the objects read at
+	// least once; for tidal the largest sample of its reconcile gap gauge.
 	longestGap time.Duration
 	visited    int
 	// replicas are each process's own figures, in start order, when the
@@ -530,6 +542,7 @@ func meanResult(rs []phaseResult) phaseResult {
 		rss += x.rssMiB
 		rec += x.reconcilesPerPeriod
 		r.maxQueueDepth = max(r.maxQueueDepth, x.maxQueueDepth)
+		r.longestGap = max(r.longestGap, x.longestGap)
 	}
 	n := float64(len(rs))
 	r.cpuPerPeriod, r.systemPerPeriod, r.rssMiB, r.reconcilesPerPeriod = cpu/n, sys/n, rss/n, rec/n
@@ -572,7 +585,7 @@ type proc struct {
 // window; without a counter, the PodMetrics lists (one per reconcile of a
 // one-metric HPA upstream).
 func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users []string, auditLog string,
-	statuses func(context.Context) (map[int32]int, int, error), depth func(context.Context) (float64, error),
+	statuses func(context.Context) (map[int32]int, int, error), depth func(context.Context) (float64, float64, error), settleLists int,
 ) (phaseResult, error) {
 	var r phaseResult
 	deadline := time.Now().Add(10 * time.Minute)
@@ -590,6 +603,14 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 		time.Sleep(2 * time.Second)
 	}
 	time.Sleep(syncPeriod)
+	if settleLists > 0 {
+		periods, lists, err := settle(ctx, users, auditLog, settleLists)
+		if err != nil {
+			return r, err
+		}
+		r.settlePeriods = periods
+		b.Logf("%d PodMetrics lists in the last of %d periods waited for the autoscalers to join their namespaces' beats (settled at %d or fewer)", lists, periods, settleLists)
+	}
 	hasCounter := false
 	for _, p := range procs {
 		hasCounter = hasCounter || p.counter != nil
@@ -623,8 +644,9 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 	for end := from.Add(time.Duration(cfg.periods) * syncPeriod); time.Now().Before(end); {
 		time.Sleep(min(3*time.Second, time.Until(end)))
 		if depth != nil {
-			if d, err := depth(ctx); err == nil && d > r.maxQueueDepth {
-				r.maxQueueDepth = d
+			if d, gap, err := depth(ctx); err == nil {
+				r.maxQueueDepth = max(r.maxQueueDepth, d)
+				r.longestGap = max(r.longestGap, time.Duration(gap*float64(time.Second)))
 			}
 		}
 	}
@@ -669,6 +691,34 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 	r.cpuPerPeriod, r.systemPerPeriod = cpu, sys
 	r.reconcilesPerPeriod = n / periods
 	return r, nil
+}
+
+// maxSettlePeriods bounds settle's wait (TIDAL_BENCH_SETTLE_PERIODS, 12):
+// an autoscaler joins its beat within ten intervals (autoscaler/controller
+// nextDue), and a controller that cannot keep up never settles.
+var maxSettlePeriods = envInt("TIDAL_BENCH_SETTLE_PERIODS", 12)
+
+// settle waits, a period at a time and at most maxSettlePeriods, until
+// users' PodMetrics lists in the last period number want or fewer: every
+// autoscaler of a namespace then comes due on its namespace's beat, as
+// they stay (a new autoscaler moves towards it by a tenth of a period per
+// interval at most). The window measured after that is the steady state,
+// not the joining. It returns the periods waited and the last's lists.
+func settle(ctx context.Context, users []string, auditLog string, want int) (int, int, error) {
+	for periods := 1; ; periods++ {
+		start := time.Now()
+		time.Sleep(syncPeriod)
+		// The audit log is written in batches of at most 1 s.
+		time.Sleep(2 * time.Second)
+		c, err := countRequests(auditLog, users, start, start.Add(syncPeriod))
+		if err != nil {
+			return periods, 0, err
+		}
+		lists := c.ByKind["list pods.metrics.k8s.io"]
+		if lists <= want || periods >= maxSettlePeriods || ctx.Err() != nil {
+			return periods, lists, ctx.Err()
+		}
+	}
 }
 
 // cpuOf is the CPU seconds so far of the harness process name; 0 when
@@ -755,17 +805,24 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 		}
 		return desired, with, nil
 	}
-	// The largest replica's queue.
-	depth := func(ctx context.Context) (float64, error) {
-		var d float64
+	// The largest replica's queue, and the longest time an autoscaler
+	// waited between two reconciles (its own gauge, which holds every gap
+	// that ended in the last period and every open one).
+	depth := func(ctx context.Context) (float64, float64, error) {
+		var d, gap float64
 		for _, a := range replicas {
-			v, err := scrapeCounter(ctx, scraper, a.MetricsURL("/metrics"), "workqueue_depth")
+			url := a.MetricsURL("/metrics")
+			v, err := scrapeCounter(ctx, scraper, url, "workqueue_depth")
 			if err != nil {
-				return 0, err
+				return 0, 0, err
 			}
-			d = max(d, v)
+			g, err := scrapeCounter(ctx, scraper, url, "tidal_autoscaler_reconcile_gap_max_seconds")
+			if err != nil && !errors.Is(err, errNoSeries) {
+				return 0, 0, err
+			}
+			d, gap = max(d, v), max(gap, g)
 		}
-		return d, nil
+		return d, gap, nil
 	}
 	reconciles := func(a *harness.Autoscaler) func(context.Context) (float64, error) {
 		return func(ctx context.Context) (float64, error) {
@@ -801,7 +858,9 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 		}
 		return reconciles(a)(ctx)
 	}
-	r, err := measure(ctx, b, cfg, procs, []string{tidalUser}, auditLog, statuses, depth)
+	// One PodMetrics list per namespace and replica and period once every
+	// autoscaler is on its namespace's beat.
+	r, err := measure(ctx, b, cfg, procs, []string{tidalUser}, auditLog, statuses, depth, cfg.namespaces*len(replicas))
 	if err != nil {
 		return r, err
 	}
@@ -882,7 +941,7 @@ func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kuberne
 			return 0, nil
 		}
 	}
-	r, err := measure(ctx, b, cfg, []proc{{pid: pid, counter: counter}}, []string{kcmUser}, auditLog, statuses, nil)
+	r, err := measure(ctx, b, cfg, []proc{{pid: pid, counter: counter}}, []string{kcmUser}, auditLog, statuses, nil, 0)
 	if err != nil {
 		return r, err
 	}
