@@ -22,6 +22,7 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/controller"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
+	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 	"github.com/tidal-autoscaler/tidal/internal/kubeconfig"
@@ -59,8 +60,11 @@ type Config struct {
 
 	// Reconciler is what the leader runs; building it contacted nothing.
 	Reconciler Reconciler
-	// Registry holds the controller's and the process's metrics.
-	Registry *prometheus.Registry
+	// Registry holds the controller's and the process's metrics, except
+	// the per-autoscaler series, which ObjectSeries holds; /metrics serves
+	// both.
+	Registry     *prometheus.Registry
+	ObjectSeries *monitor.ObjectSeries
 	// Profiling serves /debug/pprof/ on the secure port.
 	Profiling bool
 	// handover observes the leader election records for the controller;
@@ -130,11 +134,12 @@ func (o *Options) Config() (*Config, error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	objects := monitor.NewObjectSeries()
 	rec, err := newRunner(clusterConfig{
 		REST: kube, Client: client, Mode: source.Mode(o.Mode),
 		Decision:   o.HPA.decisionConfig(),
 		SyncPeriod: o.HPA.SyncPeriod, Workers: int(o.HPA.ConcurrentSyncs),
-		Registerer: reg, Handover: ho, Namespace: o.Namespace,
+		Registerer: reg, ObjectSeries: objects, Handover: ho, Namespace: o.Namespace,
 		StatusMetricsMinInterval: o.StatusMetricsMinInterval,
 		GuardOtherWriters:        o.GuardOtherWriters,
 	})
@@ -159,6 +164,7 @@ func (o *Options) Config() (*Config, error) {
 		Reconciler:           rec,
 		handover:             h,
 		Registry:             reg,
+		ObjectSeries:         objects,
 		Profiling:            o.Profiling,
 	}
 	if err := o.applyServing(cfg); err != nil {

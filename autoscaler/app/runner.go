@@ -51,6 +51,9 @@ type clusterConfig struct {
 	Workers    int
 	// Registerer gets the controller's metrics; nil: not registered.
 	Registerer prometheus.Registerer
+	// ObjectSeries gets the per-autoscaler series instead of Registerer
+	// when not nil (the caller serves it with monitor.Handler).
+	ObjectSeries *monitor.ObjectSeries
 	// Handover is controller.Options.Handover: nil without leader
 	// election.
 	Handover controller.Handover
@@ -155,7 +158,7 @@ func newRunner(c clusterConfig) (*runner, error) {
 
 	// Registered once per process: a later term records into the same
 	// metrics.
-	mon, err := monitor.New(c.Registerer)
+	mon, err := monitor.New(c.Registerer, c.ObjectSeries)
 	if err != nil {
 		return nil, fmt.Errorf("registering the controller metrics: %w", err)
 	}

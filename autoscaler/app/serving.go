@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/util/sets"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -16,6 +15,8 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/kubernetes/scheme"
 	netutils "k8s.io/utils/net"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 )
 
 // DefaultSecurePort is --secure-port's default: /metrics (and, with
@@ -118,7 +119,7 @@ func (c *Config) secureMux(health, ready []healthz.HealthChecker) *http.ServeMux
 	installProbes(mux, health, ready)
 	healthz.InstallLivezHandler(mux, health...)
 	if c.Registry != nil {
-		mux.Handle("/metrics", promhttp.HandlerFor(c.Registry, promhttp.HandlerOpts{}))
+		mux.Handle("/metrics", monitor.Handler(c.Registry, c.ObjectSeries))
 	}
 	if c.Profiling {
 		installPprof(mux)

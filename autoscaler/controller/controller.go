@@ -126,7 +126,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		return nil, fmt.Errorf("indexing pods by label: %w", err)
 	}
 	if o.Monitor == nil {
-		o.Monitor, _ = monitor.New(nil)
+		o.Monitor, _ = monitor.New(nil, nil)
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

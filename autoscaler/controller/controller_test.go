@@ -88,7 +88,7 @@ func TestRunReconcilesNativeHPAs(t *testing.T) {
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{appsv1.SchemeGroupVersion})
 	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
 	reg := prometheus.NewRegistry()
-	mon, err := monitor.New(reg)
+	mon, err := monitor.New(reg, nil)
 	must(t, err)
 	ctrl, err := New(context.Background(), Options{
 		Source: source.NativeSource(factory, kube.AutoscalingV2()), Pods: factory.Core().V1().Pods(),

@@ -232,7 +232,7 @@ func newFixture(t *testing.T, mode source.Mode, w world, hpas ...*autoscalingv2.
 	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
 
 	f.reg = prometheus.NewRegistry()
-	mon, err := monitor.New(f.reg)
+	mon, err := monitor.New(f.reg, nil)
 	must(t, err)
 	f.ctrl, err = New(context.Background(), Options{
 		Source: f.source, Pods: factory.Core().V1().Pods(), Scales: f.scales, Mapper: mapper,

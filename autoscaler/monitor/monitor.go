@@ -4,7 +4,9 @@
 // gives them in kube-controller-manager, and the per-object
 // tidal_autoscaler_hpa_* series (objects.go) that mirror kube-state-metrics'
 // kube_horizontalpodautoscaler_*. All are client_golang collectors,
-// registered with the Registerer given to New.
+// registered with the Registerer given to New, except the per-object
+// gauges when New is given an ObjectSeries to keep them in (Handler serves
+// both).
 package monitor
 
 import (
@@ -57,8 +59,11 @@ type Monitor struct {
 }
 
 // New creates the metrics and registers them with reg (nil: not
-// registered, e.g. in tests that do not look at them).
-func New(reg prometheus.Registerer) (*Monitor, error) {
+// registered, e.g. in tests that do not look at them). The per-object
+// tidal_autoscaler_hpa_* gauges go to objects when it is not nil, and are
+// not registered: its caller serves them (Handler), far more cheaply than
+// a registry does; else they are registered with reg too.
+func New(reg prometheus.Registerer, objects *ObjectSeries) (*Monitor, error) {
 	const ns, sub = "tidal", "autoscaler"
 	buckets := prometheus.ExponentialBuckets(0.001, 2, 15)
 	m := &Monitor{
@@ -108,7 +113,7 @@ func New(reg prometheus.Registerer) (*Monitor, error) {
 			Namespace: ns, Subsystem: sub, Name: "status_writes_deferred_total",
 			Help: "Status writes not made because only status.currentMetrics values changed within --status-metrics-min-interval of the autoscaler's last status write.",
 		}),
-		objects: newObjectMetrics(ns, sub),
+		objects: newObjectMetrics(ns, sub, objects),
 		queue:   newQueueMetrics(),
 	}
 	m.reconcileGap = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -119,10 +124,13 @@ func New(reg prometheus.Registerer) (*Monitor, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range append([]prometheus.Collector{m.reconciliations, m.reconciliationDuration, m.metricComputations,
+	cs := []prometheus.Collector{m.reconciliations, m.reconciliationDuration, m.metricComputations,
 		m.metricComputationDuration, m.autoscalers, m.desiredReplicas, m.dryRunDesiredReplicas, m.fallbackActive, m.shadowSyncs, m.leader,
-		m.statusWritesDeferred, m.reconcileGap},
-		append(m.objects.collectors(), m.queue.collectors()...)...) {
+		m.statusWritesDeferred, m.reconcileGap, m.objects.scaleEvents}
+	if objects == nil {
+		cs = append(cs, m.objects.series)
+	}
+	for _, c := range append(cs, m.queue.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

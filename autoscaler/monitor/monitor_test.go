@@ -13,7 +13,7 @@ import (
 // gap reports the controller's longest gap, 0 while none runs.
 func TestRoundSignals(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m, err := New(reg)
+	m, err := New(reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package monitor
 
 import (
-	"sync"
-
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -34,146 +32,105 @@ const (
 	targetUtilization = "utilization"
 )
 
-// objectMetrics are the per-autoscaler series, named and labelled like
-// kube-state-metrics' kube_horizontalpodautoscaler_* (namespace and
-// hpa_name instead of horizontalpodautoscaler, as the other per-object
-// series here), the same in crd and native mode.
+// The per-autoscaler gauges, named and labelled like kube-state-metrics'
+// kube_horizontalpodautoscaler_* (namespace and hpa_name instead of
+// horizontalpodautoscaler, as the other per-object series here), the same
+// in crd and native mode. Their order is the order of the exposition.
+const (
+	famMinReplicas = iota
+	famMaxReplicas
+	famCurrentReplicas
+	famDesiredReplicas
+	famSpecTarget
+	famStatusTarget
+	famCondition
+	famLastScale
+	numFamilies
+)
+
+type objectFamily struct {
+	name, help string
+	extra      []string // labels after namespace and hpa_name
+}
+
+var objectFamilies = [numFamilies]objectFamily{
+	famMinReplicas:     {name: "hpa_spec_min_replicas", help: "spec.minReplicas of each autoscaler (1 when unset)."},
+	famMaxReplicas:     {name: "hpa_spec_max_replicas", help: "spec.maxReplicas of each autoscaler."},
+	famCurrentReplicas: {name: "hpa_status_current_replicas", help: "status.currentReplicas of each autoscaler after its last reconcile."},
+	famDesiredReplicas: {name: "hpa_status_desired_replicas", help: "status.desiredReplicas of each autoscaler after its last reconcile."},
+	famSpecTarget: {name: "hpa_spec_target_metric", extra: []string{"metric_name", "metric_target_type"},
+		help: "Target of each of an autoscaler's metrics, by metric_name (the resource or metric name) and metric_target_type (value, average, utilization)."},
+	famStatusTarget: {name: "hpa_status_target_metric", extra: []string{"metric_name", "metric_target_type"},
+		help: "Current value of each of an autoscaler's metrics (status.currentMetrics), by metric_name and metric_target_type (value, average, utilization)."},
+	famCondition: {name: "hpa_status_condition", extra: []string{"condition", "status"},
+		help: "Each condition of an autoscaler: 1 on the series whose status (true, false, unknown) it has, 0 on the other two."},
+	famLastScale: {name: "hpa_status_last_scale_time_seconds", help: "status.lastScaleTime of each autoscaler as Unix time (only autoscalers that have scaled)."},
+}
+
+// objectMetrics holds the per-autoscaler series: the gauges above, kept
+// per object as it was last observed (ObjectSeries) and rendered, and the
+// scale event counter (rare: a client_golang counter).
 type objectMetrics struct {
-	minReplicas, maxReplicas         *prometheus.GaugeVec
-	currentReplicas, desiredReplicas *prometheus.GaugeVec
-	specTarget, statusTarget         *prometheus.GaugeVec
-	condition                        *prometheus.GaugeVec
-	lastScale                        *prometheus.GaugeVec
-	scaleEvents                      *prometheus.CounterVec
-
-	// seen is, per object, the label values of the series with extra
-	// labels set by its last observation, so that a metric or condition
-	// that left the object is dropped.
-	mu   sync.Mutex
-	seen map[objectKey]*objectSeries
+	series      *ObjectSeries
+	scaleEvents *prometheus.CounterVec
 }
 
-type objectKey struct{ namespace, name string }
-
-type objectSeries struct {
-	specTargets, statusTargets map[[2]string]bool // metric_name, metric_target_type
-	conditions                 map[string]bool
-}
-
-func newObjectMetrics(ns, sub string) *objectMetrics {
-	obj := []string{"namespace", "hpa_name"}
-	gauge := func(name, help string, extra ...string) *prometheus.GaugeVec {
-		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help},
-			append(append([]string{}, obj...), extra...))
+func newObjectMetrics(ns, sub string, series *ObjectSeries) *objectMetrics {
+	if series == nil {
+		series = NewObjectSeries()
 	}
 	return &objectMetrics{
-		minReplicas: gauge("hpa_spec_min_replicas",
-			"spec.minReplicas of each autoscaler (1 when unset)."),
-		maxReplicas: gauge("hpa_spec_max_replicas",
-			"spec.maxReplicas of each autoscaler."),
-		currentReplicas: gauge("hpa_status_current_replicas",
-			"status.currentReplicas of each autoscaler after its last reconcile."),
-		desiredReplicas: gauge("hpa_status_desired_replicas",
-			"status.desiredReplicas of each autoscaler after its last reconcile."),
-		specTarget: gauge("hpa_spec_target_metric",
-			"Target of each of an autoscaler's metrics, by metric_name (the resource or metric name) and metric_target_type (value, average, utilization).",
-			"metric_name", "metric_target_type"),
-		statusTarget: gauge("hpa_status_target_metric",
-			"Current value of each of an autoscaler's metrics (status.currentMetrics), by metric_name and metric_target_type (value, average, utilization).",
-			"metric_name", "metric_target_type"),
-		condition: gauge("hpa_status_condition",
-			"Each condition of an autoscaler: 1 on the series whose status (true, false, unknown) it has, 0 on the other two.",
-			"condition", "status"),
-		lastScale: gauge("hpa_status_last_scale_time_seconds",
-			"status.lastScaleTime of each autoscaler as Unix time (only autoscalers that have scaled)."),
+		series: series,
 		scaleEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "hpa_scale_events_total",
 			Help: "Writes of /scale by each autoscaler, by direction (up, down) and reason (metric_above_target, all_metrics_below_target, above_max_replicas, below_min_replicas, fallback)."},
-			append(append([]string{}, obj...), "direction", "reason")),
-		seen: map[objectKey]*objectSeries{},
+			[]string{"namespace", "hpa_name", "direction", "reason"}),
 	}
-}
-
-func (o *objectMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{o.minReplicas, o.maxReplicas, o.currentReplicas, o.desiredReplicas,
-		o.specTarget, o.statusTarget, o.condition, o.lastScale, o.scaleEvents}
 }
 
 // ObserveAutoscaler records an autoscaler's spec and status as the
 // tidal_autoscaler_hpa_* gauges; call it after each reconcile with the
-// status it wrote (or meant to write). Series of metrics and conditions the
-// object no longer has are dropped.
+// status it wrote (or meant to write). The object's series are replaced
+// as a whole, so those of metrics and conditions it no longer has go.
 func (m *Monitor) ObserveAutoscaler(namespace, name string, spec *autoscalingv2.HorizontalPodAutoscalerSpec, st *autoscalingv2.HorizontalPodAutoscalerStatus) {
-	o := m.objects
 	minR := int32(1)
 	if spec.MinReplicas != nil {
 		minR = *spec.MinReplicas
 	}
-	o.minReplicas.WithLabelValues(namespace, name).Set(float64(minR))
-	o.maxReplicas.WithLabelValues(namespace, name).Set(float64(spec.MaxReplicas))
-	o.currentReplicas.WithLabelValues(namespace, name).Set(float64(st.CurrentReplicas))
-	o.desiredReplicas.WithLabelValues(namespace, name).Set(float64(st.DesiredReplicas))
-	if st.LastScaleTime != nil {
-		o.lastScale.WithLabelValues(namespace, name).Set(float64(st.LastScaleTime.Unix()))
-	} else {
-		o.lastScale.DeleteLabelValues(namespace, name)
+	samples := make([]objectSample, 0, 16)
+	add := func(fam int, v float64, extra ...string) {
+		samples = append(samples, objectSample{family: fam, extra: extra, value: v})
 	}
-
-	now := &objectSeries{specTargets: map[[2]string]bool{}, statusTargets: map[[2]string]bool{}, conditions: map[string]bool{}}
+	add(famMinReplicas, float64(minR))
+	add(famMaxReplicas, float64(spec.MaxReplicas))
+	add(famCurrentReplicas, float64(st.CurrentReplicas))
+	add(famDesiredReplicas, float64(st.DesiredReplicas))
 	for _, ms := range spec.Metrics {
-		metricName, t := specTarget(ms)
-		if t == nil {
-			continue
-		}
-		for typ, v := range targetValues(t.Value, t.AverageValue, t.AverageUtilization) {
-			now.specTargets[[2]string{metricName, typ}] = true
-			o.specTarget.WithLabelValues(namespace, name, metricName, typ).Set(v)
+		if metricName, t := specTarget(ms); t != nil {
+			for _, tv := range targetValues(t.Value, t.AverageValue, t.AverageUtilization) {
+				add(famSpecTarget, tv.value, metricName, tv.typ)
+			}
 		}
 	}
 	for _, ms := range st.CurrentMetrics {
-		metricName, c := statusCurrent(ms)
-		if c == nil {
-			continue
-		}
-		for typ, v := range targetValues(c.Value, c.AverageValue, c.AverageUtilization) {
-			now.statusTargets[[2]string{metricName, typ}] = true
-			o.statusTarget.WithLabelValues(namespace, name, metricName, typ).Set(v)
+		if metricName, c := statusCurrent(ms); c != nil {
+			for _, tv := range targetValues(c.Value, c.AverageValue, c.AverageUtilization) {
+				add(famStatusTarget, tv.value, metricName, tv.typ)
+			}
 		}
 	}
 	for _, c := range st.Conditions {
-		cond := string(c.Type)
-		now.conditions[cond] = true
 		for _, s := range []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown} {
 			v := 0.0
 			if c.Status == s {
 				v = 1
 			}
-			o.condition.WithLabelValues(namespace, name, cond, conditionLabel(s)).Set(v)
+			add(famCondition, v, string(c.Type), conditionLabel(s))
 		}
 	}
-
-	key := objectKey{namespace, name}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if before := o.seen[key]; before != nil {
-		for k := range before.specTargets {
-			if !now.specTargets[k] {
-				o.specTarget.DeleteLabelValues(namespace, name, k[0], k[1])
-			}
-		}
-		for k := range before.statusTargets {
-			if !now.statusTargets[k] {
-				o.statusTarget.DeleteLabelValues(namespace, name, k[0], k[1])
-			}
-		}
-		for cond := range before.conditions {
-			if !now.conditions[cond] {
-				for _, s := range []string{"true", "false", "unknown"} {
-					o.condition.DeleteLabelValues(namespace, name, cond, s)
-				}
-			}
-		}
+	if st.LastScaleTime != nil {
+		add(famLastScale, float64(st.LastScaleTime.Unix()))
 	}
-	o.seen[key] = now
+	m.objects.series.set(namespace, name, samples)
 }
 
 // ObserveScale counts a successful write of /scale by an autoscaler.
@@ -183,16 +140,8 @@ func (m *Monitor) ObserveScale(namespace, name, direction, reason string) {
 
 // forget drops every tidal_autoscaler_hpa_* series of an object.
 func (o *objectMetrics) forget(namespace, name string) {
-	o.mu.Lock()
-	delete(o.seen, objectKey{namespace, name})
-	o.mu.Unlock()
-	labels := prometheus.Labels{"namespace": namespace, "hpa_name": name}
-	for _, c := range []interface {
-		DeletePartialMatch(prometheus.Labels) int
-	}{o.minReplicas, o.maxReplicas, o.currentReplicas, o.desiredReplicas, o.specTarget, o.statusTarget,
-		o.condition, o.lastScale, o.scaleEvents} {
-		c.DeletePartialMatch(labels)
-	}
+	o.series.forget(namespace, name)
+	o.scaleEvents.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "hpa_name": name})
 }
 
 func conditionLabel(s corev1.ConditionStatus) string {
@@ -241,18 +190,24 @@ func statusCurrent(m autoscalingv2.MetricStatus) (string, *autoscalingv2.MetricV
 	return "", nil
 }
 
+// targetValue is one set field of a target or current value.
+type typedValue struct {
+	typ   string // metric_target_type
+	value float64
+}
+
 // targetValues are the set ones of a target's or current value's three
 // fields, by metric_target_type.
-func targetValues(value, average *resource.Quantity, utilization *int32) map[string]float64 {
-	out := map[string]float64{}
+func targetValues(value, average *resource.Quantity, utilization *int32) []typedValue {
+	var out []typedValue
 	if value != nil {
-		out[targetValue] = value.AsApproximateFloat64()
+		out = append(out, typedValue{targetValue, value.AsApproximateFloat64()})
 	}
 	if average != nil {
-		out[targetAverage] = average.AsApproximateFloat64()
+		out = append(out, typedValue{targetAverage, average.AsApproximateFloat64()})
 	}
 	if utilization != nil {
-		out[targetUtilization] = float64(*utilization)
+		out = append(out, typedValue{targetUtilization, float64(*utilization)})
 	}
 	return out
 }

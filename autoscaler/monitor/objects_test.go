@@ -83,7 +83,7 @@ func testStatus() *autoscalingv2.HorizontalPodAutoscalerStatus {
 func newTestMonitor(t *testing.T) (*Monitor, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	m, err := New(reg)
+	m, err := New(reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -405,7 +405,7 @@ func exportedMetricNames(t *testing.T) map[string]bool {
 		}
 	}
 	var ac collectorCapture
-	if _, err := autoscalermonitor.New(&ac); err != nil {
+	if _, err := autoscalermonitor.New(&ac, nil); err != nil {
 		t.Fatal(err)
 	}
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)

@@ -243,7 +243,7 @@ func rows(p plan) []row {
 				num: perAutoscaler(steady, sz.fleet10k), den: perAutoscaler("fleet-1k-steady", sz.fleet1k), op: atMost, bound: 1.15},
 		},
 		notes: func(d data) []string {
-			return []string{"longest time between two visits of one object: tidal's from its own tidal_autoscaler_reconcile_gap_max_seconds, sampled every 3 s; kcm's from its per-HPA /scale reads in the audit log"}
+			return []string{"longest time between two visits of one object: tidal's from its own tidal_autoscaler_reconcile_gap_max_seconds, sampled once a period; kcm's from its per-HPA /scale reads in the audit log"}
 		},
 	})
 

@@ -1,0 +1,197 @@
+package monitor
+
+import (
+	"bufio"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ObjectSeries holds the per-autoscaler tidal_autoscaler_hpa_* gauges,
+// each object's as it was last observed, and renders an object's lines of
+// the text exposition when it is observed. A scrape then only copies
+// bytes: through client_golang's registry (building each sample, checking
+// and sorting them, then encoding) a scrape of the 16 or so series of
+// each of 1,000 autoscalers cost the controller 0.13 CPU-s here, as much
+// as a tenth of its reconciles. kube-state-metrics serves its per-object
+// series the same way, for the same reason.
+//
+// It is a prometheus.Collector too, for registries and tests; Handler
+// serves it beside a registry's other metrics.
+type ObjectSeries struct {
+	descs [numFamilies]*prometheus.Desc
+
+	mu      sync.RWMutex
+	objects map[objectKey]*objectEntry
+}
+
+type objectKey struct{ namespace, name string }
+
+// objectEntry is one object's series: the samples, and the text lines of
+// each family. Both are replaced, never changed, so a scrape may hold
+// them after the lock is released.
+type objectEntry struct {
+	samples []objectSample
+	text    [numFamilies][]byte
+}
+
+type objectSample struct {
+	family int
+	extra  []string // values of the family's extra labels
+	value  float64
+}
+
+// metricName is the full name of a family.
+func metricName(fam int) string { return "tidal_autoscaler_" + objectFamilies[fam].name }
+
+// NewObjectSeries returns an empty set; New registers one with its
+// Registerer unless it is given one (which its caller then serves).
+func NewObjectSeries() *ObjectSeries {
+	s := &ObjectSeries{objects: map[objectKey]*objectEntry{}}
+	for fam, f := range objectFamilies {
+		s.descs[fam] = prometheus.NewDesc(metricName(fam), f.help, append([]string{"namespace", "hpa_name"}, f.extra...), nil)
+	}
+	return s
+}
+
+// set replaces an object's series.
+func (s *ObjectSeries) set(namespace, name string, samples []objectSample) {
+	e := &objectEntry{samples: samples}
+	for _, x := range samples {
+		e.text[x.family] = appendLine(e.text[x.family], x.family, namespace, name, x.extra, x.value)
+	}
+	s.mu.Lock()
+	s.objects[objectKey{namespace, name}] = e
+	s.mu.Unlock()
+}
+
+// forget drops an object's series.
+func (s *ObjectSeries) forget(namespace, name string) {
+	s.mu.Lock()
+	delete(s.objects, objectKey{namespace, name})
+	s.mu.Unlock()
+}
+
+// sorted returns the entries by namespace and name.
+func (s *ObjectSeries) sorted() []*objectEntry {
+	s.mu.RLock()
+	keys := make([]objectKey, 0, len(s.objects))
+	for k := range s.objects {
+		keys = append(keys, k)
+	}
+	entries := make([]*objectEntry, len(keys))
+	slices.SortFunc(keys, func(a, b objectKey) int {
+		if c := strings.Compare(a.namespace, b.namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	for i, k := range keys {
+		entries[i] = s.objects[k]
+	}
+	s.mu.RUnlock()
+	return entries
+}
+
+// Describe implements prometheus.Collector.
+func (s *ObjectSeries) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range s.descs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (s *ObjectSeries) Collect(ch chan<- prometheus.Metric) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for k, e := range s.objects {
+		for _, x := range e.samples {
+			ch <- prometheus.MustNewConstMetric(s.descs[x.family], prometheus.GaugeValue, x.value,
+				append([]string{k.namespace, k.name}, x.extra...)...)
+		}
+	}
+}
+
+// WriteText writes every family that has a series in the text exposition
+// format (version 0.0.4): its HELP and TYPE lines, then its series, by
+// object.
+func (s *ObjectSeries) WriteText(w io.Writer) error {
+	entries := s.sorted()
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for fam, f := range objectFamilies {
+		header := false
+		for _, e := range entries {
+			if len(e.text[fam]) == 0 {
+				continue
+			}
+			if !header {
+				header = true
+				name := metricName(fam)
+				_, _ = bw.WriteString("# HELP " + name + " " + escapeHelp(f.help) + "\n# TYPE " + name + " gauge\n")
+			}
+			_, _ = bw.Write(e.text[fam])
+		}
+	}
+	return bw.Flush()
+}
+
+// appendLine appends one sample's line: name{namespace="",hpa_name="",...} value.
+func appendLine(b []byte, fam int, namespace, name string, extra []string, v float64) []byte {
+	b = append(b, metricName(fam)...)
+	b = append(b, `{namespace="`...)
+	b = appendLabelValue(b, namespace)
+	b = append(b, `",hpa_name="`...)
+	b = appendLabelValue(b, name)
+	b = append(b, '"')
+	for i, l := range objectFamilies[fam].extra {
+		b = append(b, ',')
+		b = append(b, l...)
+		b = append(b, `="`...)
+		b = appendLabelValue(b, extra[i])
+		b = append(b, '"')
+	}
+	b = append(b, "} "...)
+	b = appendValue(b, v)
+	return append(b, '\n')
+}
+
+// appendLabelValue escapes as the text format asks: backslash, double
+// quote and line feed.
+func appendLabelValue(b []byte, v string) []byte {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '\\':
+			b = append(b, `\\`...)
+		case '"':
+			b = append(b, `\"`...)
+		case '\n':
+			b = append(b, `\n`...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+// escapeHelp escapes a HELP text: backslash and line feed.
+func escapeHelp(h string) string {
+	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(h)
+}
+
+// appendValue writes a value as expfmt does.
+func appendValue(b []byte, v float64) []byte {
+	switch {
+	case math.IsNaN(v):
+		return append(b, "NaN"...)
+	case math.IsInf(v, 1):
+		return append(b, "+Inf"...)
+	case math.IsInf(v, -1):
+		return append(b, "-Inf"...)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}
