@@ -46,12 +46,7 @@ func (r *reconciler) guardWriters(ctx context.Context, s *step) (stop bool) {
 	msg := fmt.Sprintf("%s also writes this %s's status (last at %s); tidal does not act on it while another controller does: turn that one off "+
 		"(for kube-controller-manager, --controllers=*,-horizontal-pod-autoscaler-controller) or remove the autoscaler from tidal's namespaces",
 		w.Manager, r.source.Kind(), w.Time.UTC().Format("2006-01-02T15:04:05Z"))
-	if !hasCondition(s.original.HPAStatus(), status.ConflictCondition, corev1.ConditionTrue) {
-		r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "OtherStatusWriter", msg)
-		klog.FromContext(ctx).Info("Another controller writes the autoscaler's status: not acting on it", "kind", r.source.Kind(),
-			"autoscaler", klog.KObj(s.obj), "writer", w.Manager)
-	}
-	status.SetCondition(st, status.Conflict("OtherStatusWriter", msg), s.now)
+	r.setConflict(ctx, s, "OtherStatusWriter", msg, "Another controller writes the autoscaler's status: not acting on it", "writer", w.Manager)
 	// Only the condition changes (and the decision annotation goes, as
 	// tidal decided nothing): everything else is as the other writer left
 	// it, and a status equal to the one read is not written.
@@ -83,13 +78,19 @@ func (r *reconciler) guardTargets(ctx context.Context, s *step) {
 	}
 	msg := fmt.Sprintf("HorizontalPodAutoscaler %s also scales %s; tidal does not write /scale while both do: delete one of them, "+
 		"or set spec.dryRun to compare this autoscaler's decisions with the HPA's", strings.Join(names, ", "), s.ref)
-	if !hasCondition(s.original.HPAStatus(), status.ConflictCondition, corev1.ConditionTrue) {
-		r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, "OtherAutoscaler", msg)
-		klog.FromContext(ctx).Info("Another autoscaler scales the same workload: not writing /scale", "kind", r.source.Kind(),
-			"autoscaler", klog.KObj(s.obj), "scaleTarget", s.ref, "others", names)
-	}
-	status.SetCondition(st, status.Conflict("OtherAutoscaler", msg), s.now)
+	r.setConflict(ctx, s, "OtherAutoscaler", msg, "Another autoscaler scales the same workload: not writing /scale", "scaleTarget", s.ref, "others", names)
 	s.conflict = true
+}
+
+// setConflict sets the Conflict condition with reason and msg, and on
+// the transition into it (not on every sync) records a Warning event and
+// logs logMsg with kv.
+func (r *reconciler) setConflict(ctx context.Context, s *step, reason, msg, logMsg string, kv ...any) {
+	if !hasCondition(s.original.HPAStatus(), status.ConflictCondition, corev1.ConditionTrue) {
+		r.recorder.Event(s.obj.Runtime(), corev1.EventTypeWarning, reason, msg)
+		klog.FromContext(ctx).Info(logMsg, append([]any{"kind", r.source.Kind(), "autoscaler", klog.KObj(s.obj)}, kv...)...)
+	}
+	status.SetCondition(s.obj.HPAStatus(), status.Conflict(reason, msg), s.now)
 }
 
 // recordShadow compares a dry run's decision with the HPA's (see
