@@ -17,9 +17,10 @@ import (
 // the text exposition when it is observed. A scrape then only copies
 // bytes: through client_golang's registry (building each sample, checking
 // and sorting them, then encoding) a scrape of the 16 or so series of
-// each of 1,000 autoscalers cost the controller 0.13 CPU-s here, as much
-// as a tenth of its reconciles. kube-state-metrics serves its per-object
-// series the same way, for the same reason.
+// each of 1,000 autoscalers cost the controller 0.09 to 0.13 CPU-s here,
+// 22 times what a scrape of the rendered lines costs (BenchmarkScrape).
+// kube-state-metrics serves its per-object series the same way, for the
+// same reason.
 //
 // It is a prometheus.Collector too, for registries and tests; Handler
 // serves it beside a registry's other metrics.
