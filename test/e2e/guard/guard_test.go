@@ -64,7 +64,7 @@ func spec() autoscalingv2.HorizontalPodAutoscalerSpec {
 //     with the HPA (status.tidal.shadow);
 //   - native mode: tidal leaves an HPA whose status kube-controller-manager
 //     writes alone (Conflict=True OtherStatusWriter, a Warning event naming
-//     kube-controller-manager), and never writes its /scale.
+//     kube-controller-manager), and writes no /scale once it has seen it.
 func TestGuard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the harness")
@@ -127,16 +127,14 @@ func TestGuard(t *testing.T) {
 	sync := "--horizontal-pod-autoscaler-sync-period=" + syncPeriod.String()
 	_, err = h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: b.bin, Args: []string{sync, "--namespace=" + crdNS}})
 	must(t, err)
-	_, err = h.StartNativeAutoscaler(ctx, harness.NativeAutoscalerOptions{Binary: b.bin, ServiceAccount: "tidal-native",
-		Args: []string{sync, "--namespace=" + nativeNS}})
-	must(t, err)
 
-	// Both namespaces get an HPA that the upstream controller scales to 3.
-	for _, ns := range []string{crdNS, nativeNS} {
-		_, err = h.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, &autoscalingv2.HorizontalPodAutoscaler{
+	// guard-crd gets an HPA that the upstream controller scales to 3.
+	createHPA := func(ns string) {
+		_, err := h.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, &autoscalingv2.HorizontalPodAutoscaler{
 			ObjectMeta: metav1.ObjectMeta{Name: app + "-hpa", Namespace: ns}, Spec: spec()}, metav1.CreateOptions{})
 		must(t, err)
 	}
+	createHPA(crdNS)
 
 	t.Run("crd mode: beside an HPA, no /scale writes", func(t *testing.T) {
 		ha := &v1alpha1.HorizontalAutoscaler{
@@ -179,12 +177,45 @@ func TestGuard(t *testing.T) {
 	})
 
 	// Native mode sees another writer at its first status write while
-	// tidal watches: until then both may act (one sync's worth), so what
-	// is checked is that tidal writes no /scale once it has seen it.
+	// tidal watches. kube-controller-manager writes only what changed, and
+	// tidal decides as it does, so who reads a change first writes it: the
+	// other finds nothing to write, or has its write refused when it reads
+	// a few milliseconds after (a conflict). Started together, both come
+	// due together for good, tidal first, and kube-controller-manager is
+	// never seen. So the upstream controller scales to 3 alone, and tidal
+	// starts right after its last write: its syncs then fall a start-up
+	// time after kube-controller-manager's, which writes first whatever
+	// changes, or well after tidal's write, when its count is new. Until
+	// then both may act (one sync's worth), so what is checked is that
+	// tidal writes no /scale once it has seen the other writer.
 	t.Run("native mode: kube-controller-manager writes the HPA's status", func(t *testing.T) {
-		waitReplicas(ctx, t, h, nativeNS, 3)
+		hpas := h.Client.AutoscalingV2().HorizontalPodAutoscalers(nativeNS)
+		w, err := hpas.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + app + "-hpa"})
+		must(t, err)
+		createHPA(nativeNS)
+		settled := false
+		for !settled {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					t.Fatal("the HPA watch ended before kube-controller-manager wrote 3 of 3 replicas")
+				}
+				if hpa, isHPA := ev.Object.(*autoscalingv2.HorizontalPodAutoscaler); isHPA {
+					settled = hpa.Status.CurrentReplicas == 3 && hpa.Status.DesiredReplicas == 3
+				}
+			case <-time.After(timeout):
+				t.Fatal("timed out waiting for kube-controller-manager to write 3 of 3 replicas in the HPA's status")
+			}
+		}
+		w.Stop()
+		_, err = h.StartNativeAutoscaler(ctx, harness.NativeAutoscalerOptions{Binary: b.bin, ServiceAccount: "tidal-native",
+			Args: []string{sync, "--namespace=" + nativeNS}})
+		must(t, err)
+
+		// More load: a new count, which one of the two writes first.
+		setBusy(nativeNS, 3, 250)
 		waitUntil(ctx, t, "Conflict=True OtherStatusWriter on the HPA", func() (bool, string) {
-			hpa, err := h.Client.AutoscalingV2().HorizontalPodAutoscalers(nativeNS).Get(ctx, app+"-hpa", metav1.GetOptions{})
+			hpa, err := hpas.Get(ctx, app+"-hpa", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -194,9 +225,6 @@ func TestGuard(t *testing.T) {
 		})
 		seen := time.Now().Truncate(time.Second).Add(time.Second)
 		expectEvent(ctx, t, h, nativeNS, app+"-hpa", "OtherStatusWriter", "kube-controller-manager also writes")
-		// More load: the upstream controller scales to 6, tidal does not
-		// join in.
-		setBusy(nativeNS, 3, 250)
 		waitReplicas(ctx, t, h, nativeNS, 6)
 		d, err := h.Client.AppsV1().Deployments(nativeNS).Get(ctx, app, metav1.GetOptions{})
 		must(t, err)
