@@ -49,22 +49,22 @@ const (
 )
 
 type objectFamily struct {
-	name, help string
+	name, help string   // name in full: rendered on every line
 	extra      []string // labels after namespace and hpa_name
 }
 
 var objectFamilies = [numFamilies]objectFamily{
-	famMinReplicas:     {name: "hpa_spec_min_replicas", help: "spec.minReplicas of each autoscaler (1 when unset)."},
-	famMaxReplicas:     {name: "hpa_spec_max_replicas", help: "spec.maxReplicas of each autoscaler."},
-	famCurrentReplicas: {name: "hpa_status_current_replicas", help: "status.currentReplicas of each autoscaler after its last reconcile."},
-	famDesiredReplicas: {name: "hpa_status_desired_replicas", help: "status.desiredReplicas of each autoscaler after its last reconcile."},
-	famSpecTarget: {name: "hpa_spec_target_metric", extra: []string{"metric_name", "metric_target_type"},
+	famMinReplicas:     {name: "tidal_autoscaler_hpa_spec_min_replicas", help: "spec.minReplicas of each autoscaler (1 when unset)."},
+	famMaxReplicas:     {name: "tidal_autoscaler_hpa_spec_max_replicas", help: "spec.maxReplicas of each autoscaler."},
+	famCurrentReplicas: {name: "tidal_autoscaler_hpa_status_current_replicas", help: "status.currentReplicas of each autoscaler after its last reconcile."},
+	famDesiredReplicas: {name: "tidal_autoscaler_hpa_status_desired_replicas", help: "status.desiredReplicas of each autoscaler after its last reconcile."},
+	famSpecTarget: {name: "tidal_autoscaler_hpa_spec_target_metric", extra: []string{"metric_name", "metric_target_type"},
 		help: "Target of each of an autoscaler's metrics, by metric_name (the resource or metric name) and metric_target_type (value, average, utilization)."},
-	famStatusTarget: {name: "hpa_status_target_metric", extra: []string{"metric_name", "metric_target_type"},
+	famStatusTarget: {name: "tidal_autoscaler_hpa_status_target_metric", extra: []string{"metric_name", "metric_target_type"},
 		help: "Current value of each of an autoscaler's metrics (status.currentMetrics), by metric_name and metric_target_type (value, average, utilization)."},
-	famCondition: {name: "hpa_status_condition", extra: []string{"condition", "status"},
+	famCondition: {name: "tidal_autoscaler_hpa_status_condition", extra: []string{"condition", "status"},
 		help: "Each condition of an autoscaler: 1 on the series whose status (true, false, unknown) it has, 0 on the other two."},
-	famLastScale: {name: "hpa_status_last_scale_time_seconds", help: "status.lastScaleTime of each autoscaler as Unix time (only autoscalers that have scaled)."},
+	famLastScale: {name: "tidal_autoscaler_hpa_status_last_scale_time_seconds", help: "status.lastScaleTime of each autoscaler as Unix time (only autoscalers that have scaled)."},
 }
 
 // objectMetrics holds the per-autoscaler series: the gauges above, kept
@@ -190,7 +190,7 @@ func statusCurrent(m autoscalingv2.MetricStatus) (string, *autoscalingv2.MetricV
 	return "", nil
 }
 
-// targetValue is one set field of a target or current value.
+// typedValue is one set field of a target or current value.
 type typedValue struct {
 	typ   string // metric_target_type
 	value float64

@@ -26,6 +26,8 @@ import (
 // serves it beside a registry's other metrics.
 type ObjectSeries struct {
 	descs [numFamilies]*prometheus.Desc
+	// headers are each family's HELP and TYPE lines.
+	headers [numFamilies]string
 
 	mu      sync.RWMutex
 	objects map[objectKey]*objectEntry
@@ -47,15 +49,13 @@ type objectSample struct {
 	value  float64
 }
 
-// metricName is the full name of a family.
-func metricName(fam int) string { return "tidal_autoscaler_" + objectFamilies[fam].name }
-
 // NewObjectSeries returns an empty set; New registers one with its
 // Registerer unless it is given one (which its caller then serves).
 func NewObjectSeries() *ObjectSeries {
 	s := &ObjectSeries{objects: map[objectKey]*objectEntry{}}
 	for fam, f := range objectFamilies {
-		s.descs[fam] = prometheus.NewDesc(metricName(fam), f.help, append([]string{"namespace", "hpa_name"}, f.extra...), nil)
+		s.descs[fam] = prometheus.NewDesc(f.name, f.help, append([]string{"namespace", "hpa_name"}, f.extra...), nil)
+		s.headers[fam] = "# HELP " + f.name + " " + escapeHelp(f.help) + "\n# TYPE " + f.name + " gauge\n"
 	}
 	return s
 }
@@ -124,7 +124,7 @@ func (s *ObjectSeries) Collect(ch chan<- prometheus.Metric) {
 func (s *ObjectSeries) WriteText(w io.Writer) error {
 	entries := s.sorted()
 	bw := bufio.NewWriterSize(w, 64<<10)
-	for fam, f := range objectFamilies {
+	for fam := range objectFamilies {
 		header := false
 		for _, e := range entries {
 			if len(e.text[fam]) == 0 {
@@ -132,8 +132,7 @@ func (s *ObjectSeries) WriteText(w io.Writer) error {
 			}
 			if !header {
 				header = true
-				name := metricName(fam)
-				_, _ = bw.WriteString("# HELP " + name + " " + escapeHelp(f.help) + "\n# TYPE " + name + " gauge\n")
+				_, _ = bw.WriteString(s.headers[fam])
 			}
 			_, _ = bw.Write(e.text[fam])
 		}
@@ -143,7 +142,7 @@ func (s *ObjectSeries) WriteText(w io.Writer) error {
 
 // appendLine appends one sample's line: name{namespace="",hpa_name="",...} value.
 func appendLine(b []byte, fam int, namespace, name string, extra []string, v float64) []byte {
-	b = append(b, metricName(fam)...)
+	b = append(b, objectFamilies[fam].name...)
 	b = append(b, `{namespace="`...)
 	b = appendLabelValue(b, namespace)
 	b = append(b, `",hpa_name="`...)
