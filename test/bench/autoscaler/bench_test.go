@@ -585,7 +585,7 @@ type proc struct {
 // window; without a counter, the PodMetrics lists (one per reconcile of a
 // one-metric HPA upstream).
 func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users []string, auditLog string,
-	statuses func(context.Context) (map[int32]int, int, error), depth func(context.Context) (float64, float64, error), settleLists int,
+	statuses func(context.Context) (map[int32]int, int, error), queue func(context.Context) (float64, float64, error), settleLists int,
 ) (phaseResult, error) {
 	var r phaseResult
 	deadline := time.Now().Add(10 * time.Minute)
@@ -644,8 +644,8 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 	// the longest gap that ended in the last period, and the open ones.
 	for end := from.Add(time.Duration(cfg.periods) * syncPeriod); time.Now().Before(end); {
 		time.Sleep(min(syncPeriod, time.Until(end)))
-		if depth != nil {
-			if d, gap, err := depth(ctx); err == nil {
+		if queue != nil {
+			if d, gap, err := queue(ctx); err == nil {
 				r.maxQueueDepth = max(r.maxQueueDepth, d)
 				r.longestGap = max(r.longestGap, time.Duration(gap*float64(time.Second)))
 			}
@@ -809,7 +809,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 	// The largest replica's queue, and the longest time an autoscaler
 	// waited between two reconciles (its own gauge, which holds every gap
 	// that ended in the last period and every open one).
-	depth := func(ctx context.Context) (float64, float64, error) {
+	queue := func(ctx context.Context) (float64, float64, error) {
 		var d, gap float64
 		for _, a := range replicas {
 			v, err := scrapeSums(ctx, scraper, a.MetricsURL("/metrics"), "workqueue_depth", "tidal_autoscaler_reconcile_gap_max_seconds")
@@ -856,7 +856,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 	}
 	// One PodMetrics list per namespace and replica and period once every
 	// autoscaler is on its namespace's beat.
-	r, err := measure(ctx, b, cfg, procs, []string{tidalUser}, auditLog, statuses, depth, cfg.namespaces*len(replicas))
+	r, err := measure(ctx, b, cfg, procs, []string{tidalUser}, auditLog, statuses, queue, cfg.namespaces*len(replicas))
 	if err != nil {
 		return r, err
 	}
