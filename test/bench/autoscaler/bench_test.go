@@ -9,11 +9,12 @@
 //     server (test/metricsserver) through the aggregator, every pod's cpu
 //     usage changing every few seconds around 50% of its request, so every
 //     reconcile sees new values (and writes a status) but never rescales.
-//   - Phase tidal: `tidal autoscaler` with its default flags reconciles
-//     one HorizontalAutoscaler per Deployment (cpu utilization 50%).
+//   - Phase tidal: `tidal autoscaler` with its default flags but the
+//     client limit (QPS) reconciles one HorizontalAutoscaler per
+//     Deployment (cpu utilization 50%).
 //   - Phase kcm: the HPA-only kube-controller-manager reconciles one native
-//     HPA per Deployment, with its client limit raised (KCM_QPS) so that it
-//     can do the same work; with its default 20 QPS it cannot.
+//     HPA per Deployment, with its client limit raised to the same QPS so
+//     that it can do the same work; with its default 20 QPS it cannot.
 //   - Phase tidal-sharded: SHARDS replicas of `tidal autoscaler --sharding`
 //     (otherwise the tidal phase's flags, default lease timings) split the
 //     same HorizontalAutoscalers; measured as the tidal phase, each
@@ -33,7 +34,8 @@
 //
 // Knobs (environment): TIDAL_BENCH_AUTOSCALERS (1000), TIDAL_BENCH_PODS
 // (5), TIDAL_BENCH_NAMESPACES (10), TIDAL_BENCH_PERIODS (3),
-// TIDAL_BENCH_KCM_QPS (200), TIDAL_BENCH_PHASES ("tidal,kcm"; also
+// TIDAL_BENCH_QPS (200: both controllers' --kube-api-qps, burst 1.5
+// times; Tidal's default is 100), TIDAL_BENCH_PHASES ("tidal,kcm"; also
 // "baseline": TIDAL_BENCH_BASELINE, another tidal binary, run the same
 // way, for before/after ratios from one run; and "tidal-sharded"; a phase
 // named twice reports its mean, so "tidal,baseline,baseline,tidal" evens
@@ -127,7 +129,10 @@ func envInt(name string, def int) int {
 
 // config is the benchmark's size.
 type config struct {
-	autoscalers, pods, namespaces, periods, kcmQPS int
+	autoscalers, pods, namespaces, periods int
+	// qps is both controllers' client limit: with the same budget, the
+	// requests a reconcile needs decide how many objects fit in a period.
+	qps int
 	// shards is the number of replicas of the tidal-sharded phase.
 	shards int
 	phases []string
@@ -143,7 +148,7 @@ func configFromEnv() config {
 		pods:        envInt("TIDAL_BENCH_PODS", 5),
 		namespaces:  envInt("TIDAL_BENCH_NAMESPACES", 10),
 		periods:     envInt("TIDAL_BENCH_PERIODS", 3),
-		kcmQPS:      envInt("TIDAL_BENCH_KCM_QPS", 200),
+		qps:         envInt("TIDAL_BENCH_QPS", 200),
 		shards:      envInt("TIDAL_BENCH_SHARDS", 3),
 		phases:      []string{"tidal", "kcm"},
 	}
@@ -343,11 +348,16 @@ var measured struct{ pids map[string]int }
 
 // kcmArgs are the HPA controller manager's extra flags.
 func kcmArgs(cfg config) []string {
-	args := append([]string{fmt.Sprintf("--kube-api-qps=%d", cfg.kcmQPS), fmt.Sprintf("--kube-api-burst=%d", cfg.kcmQPS*3/2)}, syncPeriodArgs()...)
+	args := append(qpsArgs(cfg), syncPeriodArgs()...)
 	if os.Getenv("TIDAL_BENCH_KCM_PROFILE") != "" {
 		args = append(args, "--profiling=true")
 	}
 	return args
+}
+
+// qpsArgs set a controller's client limit, the same for both.
+func qpsArgs(cfg config) []string {
+	return []string{fmt.Sprintf("--kube-api-qps=%d", cfg.qps), fmt.Sprintf("--kube-api-burst=%d", cfg.qps*3/2)}
 }
 
 // fastClient is the admin client without a client-side rate limit, for
@@ -604,12 +614,22 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 	}
 	time.Sleep(syncPeriod)
 	if settleLists > 0 {
-		periods, lists, err := settle(ctx, users, auditLog, settleLists)
+		// A controller half a period behind (its queue holds half the
+		// objects, waiting for a worker) cannot settle: its reconciles
+		// come due when a worker is free, not on a beat.
+		behind := func() bool {
+			if queue == nil {
+				return false
+			}
+			d, _, err := queue(ctx)
+			return err == nil && d >= float64(cfg.autoscalers)/2
+		}
+		periods, lists, err := settle(ctx, users, auditLog, settleLists, behind)
 		if err != nil {
 			return r, err
 		}
 		r.settlePeriods = periods
-		b.Logf("%d PodMetrics lists in the last of %d periods waited for the autoscalers to join their namespaces' beats (settled at %d or fewer)", lists, periods, settleLists)
+		b.Logf("%d PodMetrics lists in the last of %d periods waited for the autoscalers to join their namespaces' beats (settled at %d or fewer, or behind)", lists, periods, settleLists)
 	}
 	hasCounter := false
 	for _, p := range procs {
@@ -704,8 +724,9 @@ var maxSettlePeriods = envInt("TIDAL_BENCH_SETTLE_PERIODS", 12)
 // autoscaler of a namespace then comes due on its namespace's beat, as
 // they stay (a new autoscaler moves towards it by a tenth of a period per
 // interval at most). The window measured after that is the steady state,
-// not the joining. It returns the periods waited and the last's lists.
-func settle(ctx context.Context, users []string, auditLog string, want int) (int, int, error) {
+// not the joining; it stops early once behind says the controller cannot
+// keep up. It returns the periods waited and the last's lists.
+func settle(ctx context.Context, users []string, auditLog string, want int, behind func() bool) (int, int, error) {
 	for periods := 1; ; periods++ {
 		start := time.Now()
 		time.Sleep(syncPeriod)
@@ -716,7 +737,7 @@ func settle(ctx context.Context, users []string, auditLog string, want int) (int
 			return periods, 0, err
 		}
 		lists := c.ByKind["list pods.metrics.k8s.io"]
-		if lists <= want || periods >= maxSettlePeriods || ctx.Err() != nil {
+		if lists <= want || periods >= maxSettlePeriods || behind() || ctx.Err() != nil {
 			return periods, lists, ctx.Err()
 		}
 	}
@@ -747,7 +768,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 	if _, err := h.ApplyCRDs(ctx, filepath.Join(root, "manifests", "crd")); err != nil {
 		return phaseResult{}, err
 	}
-	args := append(syncPeriodArgs(), extraArgs...)
+	args := append(append(qpsArgs(cfg), syncPeriodArgs()...), extraArgs...)
 	profile := os.Getenv("TIDAL_BENCH_PROFILE")
 	if profile != "" {
 		args = append(args, "--profiling")

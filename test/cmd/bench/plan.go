@@ -44,7 +44,8 @@ type sizes struct {
 	// wait works is all the smoke run needs).
 	settlePeriods int
 	syncPeriod    time.Duration
-	kcmQPS        int
+	// qps is both controllers' client limit in the fleet rows.
+	qps int
 	// shards is the replicas of the sharded fleet row.
 	shards                       int
 	adapterTimeout, fleetTimeout time.Duration
@@ -60,7 +61,7 @@ func fullSizes() sizes {
 		pods: 100, clients: 32, requests: 5000, duration: 30 * time.Second,
 		discSmall: [2]int{1000, 100}, discLarge: [2]int{10000, 100},
 		fleet1k: 1000, fleet3k: 3000, fleet10k: 10000, fleetPods: 5, fleetNS: 10, periods: 3, settlePeriods: 12,
-		syncPeriod: 15 * time.Second, kcmQPS: 200, shards: 3,
+		syncPeriod: 15 * time.Second, qps: 200, shards: 3,
 		adapterTimeout: 90 * time.Minute, fleetTimeout: 180 * time.Minute,
 		loopFrom: 3, loopTo: 6, rateWindow: time.Minute, loopTimeout: 60 * time.Minute,
 	}
@@ -76,7 +77,7 @@ func smokeSizes() sizes {
 		pods: 3, clients: 2, requests: 300, duration: 5 * time.Second,
 		discSmall: [2]int{10, 5}, discLarge: [2]int{20, 5},
 		fleet1k: 3, fleet3k: 3, fleet10k: 3, fleetPods: 1, fleetNS: 1, periods: 2, settlePeriods: 1,
-		syncPeriod: 3 * time.Second, kcmQPS: 200, shards: 3,
+		syncPeriod: 3 * time.Second, qps: 200, shards: 3,
 		adapterTimeout: 6 * time.Minute, fleetTimeout: 6 * time.Minute,
 		loopFrom: 1, loopTo: 2, rateWindow: 5 * time.Second, loopTimeout: 6 * time.Minute,
 	}
@@ -117,7 +118,7 @@ func newPlan(sz sizes, rounds int, peer, noop string) plan {
 		env := map[string]string{
 			"TIDAL_BENCH_AUTOSCALERS": strconv.Itoa(autoscalers), "TIDAL_BENCH_PODS": strconv.Itoa(sz.fleetPods),
 			"TIDAL_BENCH_NAMESPACES": strconv.Itoa(sz.fleetNS), "TIDAL_BENCH_PERIODS": strconv.Itoa(sz.periods),
-			"TIDAL_BENCH_SYNC_PERIOD": sz.syncPeriod.String(), "TIDAL_BENCH_KCM_QPS": strconv.Itoa(sz.kcmQPS),
+			"TIDAL_BENCH_SYNC_PERIOD": sz.syncPeriod.String(), "TIDAL_BENCH_QPS": strconv.Itoa(sz.qps),
 			"TIDAL_BENCH_USAGE": usage, "TIDAL_BENCH_PHASES": strings.Join(phases, ","),
 			"TIDAL_BENCH_SETTLE_PERIODS": strconv.Itoa(sz.settlePeriods),
 		}

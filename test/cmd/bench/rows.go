@@ -264,10 +264,7 @@ func rows(p plan) []row {
 				var notes []string
 				for _, side := range []string{tidal, kcm} {
 					m := func(metric string) float64 { return median(d.values(at(side, metric))) }
-					qps := 0.0
-					if side == kcm {
-						qps = float64(sz.kcmQPS)
-					}
+					qps := float64(sz.qps) // both sides'
 					notes = append(notes, fmt.Sprintf("%s bound by: %s", side, bound(m("reconciles-per-period"), float64(n.count), m("cpu-per-period"),
 						m("kube-apiserver-cpu-per-period"), m("etcd-cpu-per-period"), m("requests-per-period"), float64(runtime.NumCPU()), sz.syncPeriod.Seconds(), qps)))
 				}
