@@ -266,18 +266,8 @@ func (h *Harness) startPrometheus(ctx context.Context) error {
 	if err := h.Exporter.Start("127.0.0.1:0"); err != nil {
 		return err
 	}
-	config := fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
-scrape_configs:
-- job_name: tidal-harness-exporter
-  honor_labels: true
-  static_configs:
-  - targets: [%q]
-`, h.Exporter.Addr())
 	configPath := h.path("prometheus.yml")
-	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
+	if err := h.writePrometheusConfig(); err != nil {
 		return err
 	}
 	return withPortRetry(func() error {
@@ -305,6 +295,7 @@ scrape_configs:
 		}
 		h.mu.Lock()
 		h.PrometheusURL = url
+		h.prometheus = p
 		h.mu.Unlock()
 		return nil
 	})

@@ -96,9 +96,13 @@ type Harness struct {
 	PrometheusURL string
 	Exporter      *exporter.Exporter
 
-	mu    sync.Mutex
-	procs []*Process
-	ports []int
+	mu sync.Mutex
+	// prometheus is the Prometheus process, and scrapeJobs the jobs added
+	// beside the exporter's (AddScrapeJob).
+	prometheus *Process
+	scrapeJobs []ScrapeJob
+	procs      []*Process
+	ports      []int
 }
 
 // StartT starts a harness for a test and stops it when the test ends, passed

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,6 +112,44 @@ func TestSmoke(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	t.Run("an added scrape job's series reach Prometheus", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+			fmt.Fprintln(w, `smoke_added_job{pod="a"} 7`)
+		}))
+		defer srv.Close()
+		job := harness.ScrapeJob{Name: "smoke-added", Target: strings.TrimPrefix(srv.URL, "http://"), Interval: 2 * time.Second, Timeout: 2 * time.Second}
+		if err := h.AddScrapeJob(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.AddScrapeJob(ctx, harness.ScrapeJob{Name: "bad", Target: job.Target, Interval: time.Second, Timeout: 2 * time.Second}); err == nil {
+			t.Error("AddScrapeJob took a timeout longer than the interval")
+		}
+		client, err := promapi.NewClient(promapi.Config{Address: h.PrometheusURL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api := promv1.NewAPI(client)
+		err = harness.WaitReady(ctx, nil, "the added job's series", 30*time.Second, func(ctx context.Context) error {
+			v, _, err := api.Query(ctx, `smoke_added_job{job="smoke-added",pod="a"}`, time.Now())
+			if err != nil {
+				return err
+			}
+			if vec, ok := v.(model.Vector); !ok || len(vec) != 1 || vec[0].Value != 7 {
+				return fmt.Errorf("got %v, want one sample of 7", v)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The exporter's job is still there.
+		v, _, err := api.Query(ctx, `up{job="tidal-harness-exporter"}`, time.Now())
+		if vec, ok := v.(model.Vector); err != nil || !ok || len(vec) != 1 || vec[0].Value != 1 {
+			t.Errorf("exporter's job after the reload: %v, %v", v, err)
 		}
 	})
 

@@ -8,19 +8,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
 
 	"github.com/tidal-autoscaler/tidal/test/bench/samples"
-	"github.com/tidal-autoscaler/tidal/test/exporter"
 	"github.com/tidal-autoscaler/tidal/test/harness"
 )
 
@@ -56,20 +58,24 @@ func discoveryMemory(b *testing.B, names, sets int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	b.StopTimer()
-	for i := range names {
-		for j := range sets {
-			h.Exporter.SetGauge(fmt.Sprintf("bench_mem_%04d", i), exporter.Labels{"namespace": benchNamespace, "pod": fmt.Sprintf("mem-%04d", j)}, float64(j))
-		}
+	// The series come from a job of their own, scraped every 30 s: a
+	// million series take longer to expose and ingest than the harness
+	// exporter's 1 s timeout, and a scrape a second would keep Prometheus
+	// busy through the measurement. (Every 2 s at the smoke run's sizes,
+	// not to wait for the first scrape.)
+	addr, err := discoverySeries.serve(names, sets)
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.Cleanup(func() {
-		for i := range names {
-			for j := range sets {
-				h.Exporter.Delete(fmt.Sprintf("bench_mem_%04d", i), exporter.Labels{"namespace": benchNamespace, "pod": fmt.Sprintf("mem-%04d", j)})
-			}
-		}
-	})
+	interval := 30 * time.Second
+	if names*sets <= 10000 {
+		interval = 2 * time.Second
+	}
+	if err := h.AddScrapeJob(ctx, harness.ScrapeJob{Name: "bench-discovery", Target: addr, Interval: interval, Timeout: interval}); err != nil {
+		b.Fatal(err)
+	}
 	want := names * sets
-	if err := harness.WaitReady(ctx, nil, "Prometheus holding the series", 5*time.Minute, func(ctx context.Context) error {
+	if err := harness.WaitReady(ctx, nil, "Prometheus holding the series", 10*time.Minute, func(ctx context.Context) error {
 		n, err := promCount(ctx, h.PrometheusURL, `count({__name__=~"bench_mem_.*"})`)
 		if err != nil {
 			return err
@@ -104,6 +110,49 @@ func discoveryMemory(b *testing.B, names, sets int) {
 			b.Run("prometheus-adapter", func(b *testing.B) { peerDiscovery(ctx, b, h, peer, rules, names, sets, rec) })
 		}
 	}
+}
+
+// discoverySeries serves the discovery benchmark's series as one text
+// exposition built once per size: every size of a run is served from the
+// same address, so a bigger size's series are the smaller's and more (an
+// instance label that changed would leave the smaller size's series in the
+// adapter's window for another minute).
+var discoverySeries exposition
+
+// exposition is a static /metrics page on 127.0.0.1.
+type exposition struct {
+	once sync.Once
+	addr string
+	err  error
+	body atomic.Pointer[[]byte]
+}
+
+// serve makes the page names x sets gauges bench_mem_NNNN{namespace, pod}
+// and returns its HOST:PORT.
+func (e *exposition) serve(names, sets int) (string, error) {
+	var buf bytes.Buffer
+	for i := range names {
+		for j := range sets {
+			fmt.Fprintf(&buf, "bench_mem_%04d{namespace=%q,pod=\"mem-%04d\"} %d\n", i, benchNamespace, j, j)
+		}
+	}
+	body := buf.Bytes()
+	e.body.Store(&body)
+	e.once.Do(func() {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			e.err = err
+			return
+		}
+		e.addr = l.Addr().String()
+		go func() {
+			_ = http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+				_, _ = w.Write(*e.body.Load())
+			}))
+		}()
+	})
+	return e.addr, e.err
 }
 
 // recorder appends one figure of one side to the samples file.
