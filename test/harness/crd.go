@@ -93,6 +93,19 @@ func (h *Harness) ApplyCRDs(ctx context.Context, dir string) ([]string, error) {
 	return names, nil
 }
 
+// GetHorizontalAutoscaler reads namespace/name through client, typed.
+func GetHorizontalAutoscaler(ctx context.Context, client dynamic.Interface, namespace, name string) (*v1alpha1.HorizontalAutoscaler, error) {
+	u, err := client.Resource(v1alpha1.GroupVersionResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	ha := &v1alpha1.HorizontalAutoscaler{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ha); err != nil {
+		return nil, fmt.Errorf("HorizontalAutoscaler %s/%s: %w", namespace, name, err)
+	}
+	return ha, nil
+}
+
 // CreateHorizontalAutoscaler creates ha through client without its status,
 // which belongs to the controller. Kind and apiVersion are set here.
 func CreateHorizontalAutoscaler(ctx context.Context, client dynamic.Interface, ha *v1alpha1.HorizontalAutoscaler) error {

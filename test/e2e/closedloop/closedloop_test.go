@@ -333,7 +333,6 @@ func (l *loop) checkWarnings(ctx context.Context, t *testing.T, from time.Time, 
 
 func (l *loop) createAutoscaler(ctx context.Context) error {
 	ha := &v1alpha1.HorizontalAutoscaler{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: ns},
 		Spec: v1alpha1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: app},

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -124,12 +123,7 @@ func patchAutoscaler(ctx context.Context, t *testing.T, ns, spec string) {
 }
 
 func getAutoscaler(ctx context.Context, ns, name string) (*v1alpha1.HorizontalAutoscaler, error) {
-	u, err := env.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	ha := &v1alpha1.HorizontalAutoscaler{}
-	return ha, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ha)
+	return harness.GetHorizontalAutoscaler(ctx, env.dyn, ns, name)
 }
 
 func condition(ha *v1alpha1.HorizontalAutoscaler, typ autoscalingv2.HorizontalPodAutoscalerConditionType) *autoscalingv2.HorizontalPodAutoscalerCondition {

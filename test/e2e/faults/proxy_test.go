@@ -14,10 +14,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/test/harness"
 )
 
 // The fault proxy's modes.
@@ -95,12 +95,8 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // autoscalerState is the HorizontalAutoscaler's status and the
 // Deployment's replicas.
 func autoscalerState(ctx context.Context, name string) (*v1alpha1.HorizontalAutoscaler, int32, error) {
-	u, err := env.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	ha, err := harness.GetHorizontalAutoscaler(ctx, env.dyn, ns, name)
 	if err != nil {
-		return nil, 0, err
-	}
-	ha := &v1alpha1.HorizontalAutoscaler{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ha); err != nil {
 		return nil, 0, err
 	}
 	d, err := env.h.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})

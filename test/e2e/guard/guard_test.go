@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
@@ -138,7 +137,6 @@ func TestGuard(t *testing.T) {
 
 	t.Run("crd mode: beside an HPA, no /scale writes", func(t *testing.T) {
 		ha := &v1alpha1.HorizontalAutoscaler{
-			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
 			ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: crdNS},
 			Spec:       v1alpha1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: spec()},
 		}
@@ -237,12 +235,7 @@ func TestGuard(t *testing.T) {
 }
 
 func getHA(ctx context.Context, dyn dynamic.Interface) (*v1alpha1.HorizontalAutoscaler, error) {
-	u, err := dyn.Resource(v1alpha1.GroupVersionResource).Namespace(crdNS).Get(ctx, app, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	ha := &v1alpha1.HorizontalAutoscaler{}
-	return ha, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ha)
+	return harness.GetHorizontalAutoscaler(ctx, dyn, crdNS, app)
 }
 
 func cond(cs []autoscalingv2.HorizontalPodAutoscalerCondition, t autoscalingv2.HorizontalPodAutoscalerConditionType) *autoscalingv2.HorizontalPodAutoscalerCondition {

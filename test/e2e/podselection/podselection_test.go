@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
@@ -130,7 +129,6 @@ func TestBusiestPodsRemain(t *testing.T) {
 	})
 
 	ha := &v1alpha1.HorizontalAutoscaler{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: ns},
 		Spec: v1alpha1.HorizontalAutoscalerSpec{
 			HorizontalPodAutoscalerSpec: autoscalingv2.HorizontalPodAutoscalerSpec{
@@ -201,12 +199,7 @@ func TestBusiestPodsRemain(t *testing.T) {
 }
 
 func autoscaler(ctx context.Context, dyn dynamic.Interface) (*v1alpha1.HorizontalAutoscaler, error) {
-	u, err := dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).Get(ctx, app, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	ha := &v1alpha1.HorizontalAutoscaler{}
-	return ha, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ha)
+	return harness.GetHorizontalAutoscaler(ctx, dyn, ns, app)
 }
 
 func condition(ctx context.Context, t *testing.T, dyn dynamic.Interface, typ autoscalingv2.HorizontalPodAutoscalerConditionType) *autoscalingv2.HorizontalPodAutoscalerCondition {
