@@ -268,6 +268,9 @@ func rows(p plan) []row {
 					notes = append(notes, fmt.Sprintf("%s bound by: %s", side, bound(m("reconciles-per-period"), float64(n.count), m("cpu-per-period"),
 						m("kube-apiserver-cpu-per-period"), m("etcd-cpu-per-period"), m("requests-per-period"), float64(runtime.NumCPU()), sz.syncPeriod.Seconds(), qps)))
 				}
+				if c := ceilingNote(median(d.values(at(tidal, "reconciles-per-period"))), median(d.values(at(kcm, "reconciles-per-period"))), n.count); c != "" {
+					notes = append(notes, c)
+				}
 				return notes
 			},
 		})

@@ -119,3 +119,13 @@ func bound(reconciles, autoscalers, cpu, apiserverCPU, etcdCPU, requests, cores,
 		return "not determined from these figures (see its log: queue depth, errors)"
 	}
 }
+
+// ceilingNote says when the 2x goal cannot be met: twice kcm's reconciles
+// is more than there are objects, and tidal reconciled every one.
+func ceilingNote(tidal, kcm float64, objects int) string {
+	if math.IsNaN(tidal) || math.IsNaN(kcm) || 2*kcm <= float64(objects) || tidal < 0.99*float64(objects) {
+		return ""
+	}
+	return fmt.Sprintf("twice kcm's figure is %s objects, more than the %d there are: tidal reconciled every object, the most any controller can (%s of the 2x goal)",
+		figure(2*kcm), objects, figure(tidal/(2*kcm)))
+}

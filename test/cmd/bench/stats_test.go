@@ -137,3 +137,24 @@ func TestShort(t *testing.T) {
 		}
 	}
 }
+
+func TestCeilingNote(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		tidal, kcm  float64
+		objects     int
+		wantCeiling bool
+	}{
+		{"kcm above half, tidal every object: the goal is out of reach", 3055, 1553, 3000, true},
+		{"kcm at or below half: the 2x goal can be met", 3000, 1500, 3000, false},
+		{"tidal short of every object: no excuse", 2900, 1553, 3000, false},
+		{"no figures", math.NaN(), 1553, 3000, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := ceilingNote(c.tidal, c.kcm, c.objects)
+			if (got != "") != c.wantCeiling {
+				t.Fatalf("ceilingNote(%v, %v, %d) = %q, want a note: %v", c.tidal, c.kcm, c.objects, got, c.wantCeiling)
+			}
+		})
+	}
+}
