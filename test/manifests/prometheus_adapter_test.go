@@ -1,9 +1,13 @@
 package manifests
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +16,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tidal-autoscaler/tidal/rules/config"
 )
@@ -28,6 +36,16 @@ func adapterContainer(t *testing.T, objs []*unstructured.Unstructured) (*appsv1.
 	t.Helper()
 	d := typed[appsv1.Deployment](t, find(t, objs, "Deployment", namespace, "tidal-adapter"))
 	return d, d.Spec.Template.Spec.Containers[0]
+}
+
+// valuesFile writes a values file for one test and returns its path.
+func valuesFile(t *testing.T, yaml string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func apiServiceNames(objs []*unstructured.Unstructured) []string {
@@ -47,7 +65,13 @@ func apiServiceNames(objs []*unstructured.Unstructured) []string {
 func TestChartPrometheusAdapterValues(t *testing.T) {
 	paRules := readFile(t, filepath.Join(chartDir(t), "files", "prometheus-adapter-rules.yaml"))
 	objs := helmTemplate(t, "-f", prometheusAdapterValues(t))
-	checkObjects(t, objs, expectation{
+	// checkObjects holds every rendering to uid 65532 and a budget of
+	// minAvailable 1. That chart's defaults map onto uid 10001 and no budget
+	// (its podDisruptionBudget.enabled: false), which
+	// TestChartPrometheusAdapterMappedValues checks; checkObjects gets
+	// Tidal's, through that chart's own values.
+	tidals := valuesFile(t, "securityContext: {runAsUser: 65532}\npodDisruptionBudget: {enabled: true, minAvailable: 1, maxUnavailable: null}\n")
+	checkObjects(t, helmTemplate(t, "-f", prometheusAdapterValues(t), "-f", tidals), expectation{
 		tlsMode: "selfSigned", tlsSecret: "tidal-adapter-tls", apiServices: customMetricsAPIs,
 		autoscaler: "crd", adapterRepl: 1, autoscalerRepl: 2,
 		adapterArgs: []string{
@@ -95,17 +119,229 @@ func TestChartPrometheusAdapterValues(t *testing.T) {
 	})
 }
 
+// checkPrometheusAdapterSecurity: the adapter pod with the prometheus-adapter
+// chart's default security contexts (fsGroup 10001; uid 10001, no privilege
+// escalation, drop all, read-only root, non-root, seccomp RuntimeDefault)
+// merged over Tidal's.
+func checkPrometheusAdapterSecurity(t *testing.T, spec *corev1.PodSpec) {
+	t.Helper()
+	psc := spec.SecurityContext
+	if psc == nil || ptr.Deref(psc.FSGroup, 0) != 10001 || !ptr.Deref(psc.RunAsNonRoot, false) ||
+		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod securityContext %+v: want fsGroup 10001 (theirs), runAsNonRoot and seccomp RuntimeDefault (kept)", psc)
+	}
+	sc := spec.Containers[0].SecurityContext
+	if sc == nil || ptr.Deref(sc.RunAsUser, 0) != 10001 || !ptr.Deref(sc.RunAsNonRoot, false) || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) ||
+		ptr.Deref(sc.AllowPrivilegeEscalation, true) || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+		sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("container securityContext %+v: want runAsUser 10001, runAsNonRoot, readOnlyRootFilesystem, no privilege escalation, drop [ALL], seccomp RuntimeDefault", sc)
+	}
+}
+
+// pdbNames returns the names of the PodDisruptionBudgets rendered.
+func pdbNames(objs []*unstructured.Unstructured) map[string]bool {
+	names := map[string]bool{}
+	for _, o := range ofKind(objs, "PodDisruptionBudget") {
+		names[o.GetName()] = true
+	}
+	return names
+}
+
+// TestChartPrometheusAdapterMappedValues sets, on top of the
+// prometheus-adapter chart's defaults, each of its pod, Deployment,
+// ServiceAccount and PodDisruptionBudget values that map onto adapter.*
+// (docs/migration.md), and checks it lands on Tidal's adapter; no row may
+// change the adapter's selector.
+func TestChartPrometheusAdapterMappedValues(t *testing.T) {
+	selector := map[string]string{"app.kubernetes.io/name": "tidal", "app.kubernetes.io/instance": "tidal", "app.kubernetes.io/component": "adapter"}
+	pdb := func(t *testing.T, objs []*unstructured.Unstructured) *policyv1.PodDisruptionBudget {
+		t.Helper()
+		return typed[policyv1.PodDisruptionBudget](t, find(t, objs, "PodDisruptionBudget", namespace, "tidal-adapter"))
+	}
+	for _, tt := range []struct {
+		name, values string
+		check        func(t *testing.T, objs []*unstructured.Unstructured, d *appsv1.Deployment)
+	}{
+		{"podLabels merged into adapter.podLabels", `
+podLabels: {team: metrics, app.kubernetes.io/component: not-the-selector}
+adapter: {podLabels: {own: "yes", team: tidal}}
+`, func(t *testing.T, _ []*unstructured.Unstructured, d *appsv1.Deployment) {
+			want := maps.Clone(selector)
+			want["team"], want["own"] = "metrics", "yes"
+			if got := d.Spec.Template.Labels; !maps.Equal(got, want) {
+				t.Errorf("pod labels %v, want %v: theirs over adapter.podLabels, the selector's kept", got, want)
+			}
+		}},
+		{"customLabels on every object and pod", `
+customLabels: {cost-center: "42", app.kubernetes.io/instance: other, release: theirs}
+monitoring: {serviceMonitor: {enabled: true, labels: {release: kube-prometheus-stack}}}
+`, func(t *testing.T, objs []*unstructured.Unstructured, d *appsv1.Deployment) {
+			for _, o := range objs {
+				if l := o.GetLabels(); l["cost-center"] != "42" || l["app.kubernetes.io/instance"] != "tidal" {
+					t.Errorf("%s labels %v: want cost-center 42 and Tidal's own instance label", objKey(o), l)
+				}
+			}
+			for _, name := range []string{"tidal-adapter", "tidal-autoscaler"} {
+				dep := typed[appsv1.Deployment](t, find(t, objs, "Deployment", namespace, name))
+				if l := dep.Spec.Template.Labels; l["cost-center"] != "42" || l["app.kubernetes.io/instance"] != "tidal" {
+					t.Errorf("%s pod labels %v: want cost-center 42, the selector's kept", name, l)
+				}
+			}
+			svc := typed[corev1.Service](t, find(t, objs, "Service", namespace, "tidal-adapter"))
+			if !maps.Equal(svc.Spec.Selector, selector) {
+				t.Errorf("Service selector %v, want %v", svc.Spec.Selector, selector)
+			}
+			sm := find(t, objs, "ServiceMonitor", namespace, "tidal-adapter")
+			if got := sm.GetLabels()["release"]; got != "kube-prometheus-stack" {
+				t.Errorf("ServiceMonitor label release %q: monitoring.serviceMonitor.labels win over customLabels", got)
+			}
+		}},
+		{"topologySpreadConstraints", `
+topologySpreadConstraints:
+- {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}
+`, func(t *testing.T, _ []*unstructured.Unstructured, d *appsv1.Deployment) {
+			tsc := d.Spec.Template.Spec.TopologySpreadConstraints
+			if len(tsc) != 1 || tsc[0].TopologyKey != "topology.kubernetes.io/zone" || tsc[0].LabelSelector == nil || !maps.Equal(tsc[0].LabelSelector.MatchLabels, selector) {
+				t.Errorf("topologySpreadConstraints %+v: want the zone constraint over the adapter's pods", tsc)
+			}
+		}},
+		{"extraContainers", `
+extraContainers:
+- {name: sidecar, image: "busybox:1.37", args: [sleep, infinity]}
+`, func(t *testing.T, _ []*unstructured.Unstructured, d *appsv1.Deployment) {
+			if cs := d.Spec.Template.Spec.Containers; len(cs) != 2 || cs[0].Name != "adapter" || cs[1].Name != "sidecar" || cs[1].Image != "busybox:1.37" {
+				t.Errorf("containers %+v: want adapter, then the sidecar", cs)
+			}
+		}},
+		{"serviceAccount.annotations merged", `
+serviceAccount: {annotations: {eks.amazonaws.com/role-arn: "arn:aws:iam::123456789012:role/adapter", shared: theirs}}
+adapter: {serviceAccount: {annotations: {own: "yes", shared: ours}}}
+`, func(t *testing.T, objs []*unstructured.Unstructured, _ *appsv1.Deployment) {
+			sa := typed[corev1.ServiceAccount](t, find(t, objs, "ServiceAccount", namespace, "tidal-adapter"))
+			want := map[string]string{"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/adapter", "shared": "theirs", "own": "yes"}
+			if !maps.Equal(sa.Annotations, want) {
+				t.Errorf("ServiceAccount annotations %v, want %v", sa.Annotations, want)
+			}
+		}},
+		{"security contexts: that chart's 4.x defaults (drop all)", "", func(t *testing.T, _ []*unstructured.Unstructured, d *appsv1.Deployment) {
+			checkPrometheusAdapterSecurity(t, &d.Spec.Template.Spec)
+		}},
+		{"security contexts: that chart's 5.x defaults", `
+podSecurityContext: {fsGroup: 10001}
+securityContext:
+  allowPrivilegeEscalation: false
+  capabilities: {drop: [ALL]}
+  readOnlyRootFilesystem: true
+  runAsNonRoot: true
+  runAsUser: 10001
+  seccompProfile: {type: RuntimeDefault}
+`, func(t *testing.T, _ []*unstructured.Unstructured, d *appsv1.Deployment) {
+			checkPrometheusAdapterSecurity(t, &d.Spec.Template.Spec)
+		}},
+		{"securityContext merged key by key, as Helm merges values", `
+podSecurityContext: {fsGroup: 2000, runAsUser: 2000}
+securityContext: {runAsUser: 2000, capabilities: {add: [net_bind_service]}}
+`, func(t *testing.T, _ []*unstructured.Unstructured, d *appsv1.Deployment) {
+			psc, sc := d.Spec.Template.Spec.SecurityContext, d.Spec.Template.Spec.Containers[0].SecurityContext
+			if ptr.Deref(psc.RunAsUser, 0) != 2000 || ptr.Deref(psc.FSGroup, 0) != 2000 || ptr.Deref(psc.RunAsGroup, 0) != 65532 || !ptr.Deref(psc.RunAsNonRoot, false) {
+				t.Errorf("pod securityContext %+v: want uid and fsGroup 2000, Tidal's runAsGroup and runAsNonRoot kept", psc)
+			}
+			if ptr.Deref(sc.RunAsUser, 0) != 2000 || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) || !ptr.Deref(sc.RunAsNonRoot, false) ||
+				!slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_BIND_SERVICE"}) || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+				t.Errorf("container securityContext %+v: want uid 2000, add NET_BIND_SERVICE, the rest kept", sc)
+			}
+		}},
+		{"dnsPolicy and dnsConfig", `
+dnsPolicy: None
+dnsConfig: {nameservers: [10.0.0.10], searches: [svc.cluster.local]}
+`, func(t *testing.T, _ []*unstructured.Unstructured, d *appsv1.Deployment) {
+			spec := d.Spec.Template.Spec
+			if spec.DNSPolicy != corev1.DNSNone || spec.DNSConfig == nil || !slices.Equal(spec.DNSConfig.Nameservers, []string{"10.0.0.10"}) {
+				t.Errorf("dnsPolicy %q, dnsConfig %+v: want None and the nameserver", spec.DNSPolicy, spec.DNSConfig)
+			}
+		}},
+		{"dnsConfig with adapter.hostNetwork: ClusterFirst is ClusterFirstWithHostNet", `
+dnsPolicy: ClusterFirst
+dnsConfig: {options: [{name: ndots, value: "2"}]}
+adapter: {hostNetwork: {enabled: true}}
+`, func(t *testing.T, _ []*unstructured.Unstructured, d *appsv1.Deployment) {
+			spec := d.Spec.Template.Spec
+			if !spec.HostNetwork || spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet || spec.DNSConfig == nil || len(spec.DNSConfig.Options) != 1 {
+				t.Errorf("hostNetwork %v, dnsPolicy %q, dnsConfig %+v: want ClusterFirstWithHostNet and the ndots option", spec.HostNetwork, spec.DNSPolicy, spec.DNSConfig)
+			}
+		}},
+		{"deploymentAnnotations and strategy", `
+deploymentAnnotations: {example.com/owner: platform}
+strategy: {rollingUpdate: {maxUnavailable: 0, maxSurge: 1}}
+`, func(t *testing.T, _ []*unstructured.Unstructured, d *appsv1.Deployment) {
+			if d.Annotations["example.com/owner"] != "platform" || d.Spec.Template.Annotations["example.com/owner"] != "" {
+				t.Errorf("Deployment annotations %v, pod annotations %v: want it on the Deployment only", d.Annotations, d.Spec.Template.Annotations)
+			}
+			if ru := d.Spec.Strategy.RollingUpdate; d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || ru == nil || ru.MaxUnavailable.String() != "0" || ru.MaxSurge.String() != "1" {
+				t.Errorf("strategy %+v: want RollingUpdate, maxUnavailable 0, maxSurge 1", d.Spec.Strategy)
+			}
+		}},
+		{"podDisruptionBudget maxUnavailable", `
+podDisruptionBudget: {enabled: true, minAvailable: null, maxUnavailable: 1}
+`, func(t *testing.T, objs []*unstructured.Unstructured, _ *appsv1.Deployment) {
+			p := pdb(t, objs)
+			if p.Spec.MinAvailable != nil || p.Spec.MaxUnavailable == nil || p.Spec.MaxUnavailable.String() != "1" || !maps.Equal(p.Spec.Selector.MatchLabels, selector) {
+				t.Errorf("PodDisruptionBudget %+v: want maxUnavailable 1 only, over the adapter's pods", p.Spec)
+			}
+		}},
+		{"podDisruptionBudget minAvailable, a 0 maxUnavailable unset as there", `
+podDisruptionBudget: {enabled: true, minAvailable: 2, maxUnavailable: 0}
+`, func(t *testing.T, objs []*unstructured.Unstructured, _ *appsv1.Deployment) {
+			p := pdb(t, objs)
+			if p.Spec.MaxUnavailable != nil || p.Spec.MinAvailable == nil || p.Spec.MinAvailable.String() != "2" {
+				t.Errorf("PodDisruptionBudget %+v: want minAvailable 2 only (that chart renders no 0)", p.Spec)
+			}
+		}},
+		{"podDisruptionBudget: that chart's default enabled false (minAvailable 1 would block drains with its one replica)", "", func(t *testing.T, objs []*unstructured.Unstructured, _ *appsv1.Deployment) {
+			if names := pdbNames(objs); names["tidal-adapter"] || !names["tidal-autoscaler"] {
+				t.Errorf("PodDisruptionBudgets %v: want the autoscaler's only", names)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"-f", prometheusAdapterValues(t)}
+			if tt.values != "" {
+				args = append(args, "-f", valuesFile(t, tt.values))
+			}
+			out, err := run(helmEnv(t), tool(t, "helm"), append([]string{"template", releaseName, chartDir(t), "--namespace", namespace}, args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A label given twice (customLabels and an object's own) would
+			// decode silently as the last one.
+			reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(out)))
+			for {
+				doc, err := reader.Read()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := yaml.YAMLToJSONStrict(doc); err != nil {
+					t.Errorf("rendered YAML: %v\n%s", err, doc)
+				}
+			}
+			objs := decodeObjects(t, out)
+			d, _ := adapterContainer(t, objs)
+			if !maps.Equal(d.Spec.Selector.MatchLabels, selector) {
+				t.Errorf("Deployment selector %v, want %v", d.Spec.Selector.MatchLabels, selector)
+			}
+			tt.check(t, objs, d)
+		})
+	}
+}
+
 // TestChartPrometheusAdapterValueMeanings varies the prometheus-adapter
 // chart's values one at a time on top of its defaults.
 func TestChartPrometheusAdapterValueMeanings(t *testing.T) {
 	base := prometheusAdapterValues(t)
-	extra := func(t *testing.T, yaml string) string {
-		p := filepath.Join(t.TempDir(), "values.yaml")
-		if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	extra := valuesFile
 	arg := func(c corev1.Container, prefix string) string {
 		for _, a := range c.Args {
 			if strings.HasPrefix(a, prefix) {

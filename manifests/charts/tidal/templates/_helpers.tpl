@@ -29,12 +29,35 @@
 {{- default (printf "%s-rules" (include "tidal.adapter" .)) (include "tidal.existingRules" .) -}}
 {{- end -}}
 
-{{/* Common labels; call with (dict "ctx" $ "component" "adapter"). */}}
+{{/*
+Common labels; call with (dict "ctx" $ "component" "adapter"), and "labels"
+for an object's own extra labels. prometheus-adapter's customLabels come
+between, and give way to both.
+*/}}
 {{- define "tidal.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .ctx.Chart.Name .ctx.Chart.Version | replace "+" "_" }}
 app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
 {{ include "tidal.selectorLabels" . }}
+{{- $custom := include "tidal.customLabels" .ctx | fromYaml -}}
+{{- range $k, $v := .labels | default dict }}{{ $_ := unset $custom $k }}{{ end -}}
+{{- with $custom }}
+{{ toYaml . }}
+{{- end }}
+{{- with .labels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* prometheus-adapter's customLabels (on every object and pod), less the keys of the labels above, which they cannot change. */}}
+{{- define "tidal.customLabels" -}}
+{{- $out := dict -}}
+{{- range $k, $v := .Values.customLabels | default dict -}}
+{{- if not (has $k (list "helm.sh/chart" "app.kubernetes.io/managed-by" "app.kubernetes.io/version" "app.kubernetes.io/name" "app.kubernetes.io/instance" "app.kubernetes.io/component")) -}}
+{{- $_ := set $out $k $v -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $out -}}
 {{- end -}}
 
 {{- define "tidal.selectorLabels" -}}
@@ -73,11 +96,19 @@ call with (dict "ctx" $ "c" <component values> "component" "adapter").
 {{- with .c.priorityClassName }}
 priorityClassName: {{ . }}
 {{- end }}
+{{- $dnsPolicy := .dnsPolicy | default "" -}}
 {{- if .c.hostNetwork.enabled }}
 # The node's network: the ports are the node's, so the Service's targetPort
 # and the probes follow hostNetwork's ports.
 hostNetwork: true
-dnsPolicy: ClusterFirstWithHostNet
+{{- if or (not $dnsPolicy) (eq $dnsPolicy "ClusterFirst") }}{{ $dnsPolicy = "ClusterFirstWithHostNet" }}{{ end }}
+{{- end }}
+{{- with $dnsPolicy }}
+dnsPolicy: {{ . }}
+{{- end }}
+{{- with .dnsConfig }}
+dnsConfig:
+  {{- toYaml . | nindent 2 }}
 {{- end }}
 securityContext:
   {{- toYaml .c.podSecurityContext | nindent 2 }}
@@ -93,10 +124,10 @@ topologySpreadConstraints:
 {{- end }}
 {{- end -}}
 
-{{/* The pod template's labels: the selector's, then podLabels (which cannot change the selector's). */}}
+{{/* The pod template's labels: the selector's, then podLabels, then prometheus-adapter's customLabels (neither can change the selector's). */}}
 {{- define "tidal.podLabels" -}}
 {{- $sel := include "tidal.selectorLabels" (dict "ctx" .ctx "component" .component) | fromYaml -}}
-{{- toYaml (merge $sel (.c.podLabels | default dict)) -}}
+{{- toYaml (merge $sel (.c.podLabels | default dict) (include "tidal.customLabels" .ctx | fromYaml)) -}}
 {{- end -}}
 
 {{/* The adapter's secure port in the pod: hostNetwork's in the node's network, else securePort (or prometheus-adapter's listenPort). */}}
@@ -118,11 +149,11 @@ topologySpreadConstraints:
 {{- end -}}
 {{- end -}}
 
-{{/* A PodDisruptionBudget's spec budget: maxUnavailable when set, else minAvailable. */}}
+{{/* A PodDisruptionBudget's spec budget: maxUnavailable when set, else minAvailable when set. */}}
 {{- define "tidal.pdbBudget" -}}
 {{- if not (kindIs "invalid" .maxUnavailable) -}}
 maxUnavailable: {{ .maxUnavailable }}
-{{- else -}}
+{{- else if not (kindIs "invalid" .minAvailable) -}}
 minAvailable: {{ .minAvailable }}
 {{- end -}}
 {{- end -}}
@@ -155,7 +186,11 @@ prometheus-adapter chart values (the prometheus-community chart's names,
 shapes and meanings; docs/migration.md). A value of that chart given in
 your values wins over the Tidal value it maps onto: Tidal's values.yaml
 does not set them, so a present key is yours. resources and the maps and lists (nodeSelector,
-tolerations, affinity, podAnnotations) win when not empty.
+tolerations, affinity, podAnnotations, topologySpreadConstraints,
+extraContainers) win when not empty; podLabels and serviceAccount.annotations
+are merged over Tidal's (theirs win a shared key), podSecurityContext and
+securityContext key by key as Helm merges values (tidal.coalesce), and
+podDisruptionBudget key by key.
 */ -}}
 
 {{/* The Prometheus URL: prometheus.url (templated, as there), then :port and path when set. */}}
@@ -197,6 +232,26 @@ certManager
 {{- end -}}
 {{- end -}}
 {{- dict "v" $own | toJson -}}
+{{- end -}}
+
+{{/*
+own with theirs merged over it the way Helm merges your values into
+values.yaml's: a map key by key (recursively), null deletes the key,
+anything else replaces it; renders JSON. Call with (dict "own" . "theirs" .).
+*/}}
+{{- define "tidal.coalesce" -}}
+{{- $out := deepCopy (.own | default dict) -}}
+{{- range $k, $v := .theirs | default dict -}}
+{{- $mine := get $out $k -}}
+{{- if kindIs "invalid" $v -}}
+{{- $_ := unset $out $k -}}
+{{- else if and (kindIs "map" $v) (kindIs "map" $mine) -}}
+{{- $_ := set $out $k (include "tidal.coalesce" (dict "own" $mine "theirs" $v) | fromJson) -}}
+{{- else -}}
+{{- $_ := set $out $k $v -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
 {{- end -}}
 
 {{/* The rule file in use: rules.existing (prometheus-adapter) or rules.existingConfigMap. */}}
