@@ -43,8 +43,9 @@ func countRequests(path string, users []string, from, to time.Time) (requestCoun
 
 // visitGaps reads the requests of user of one kind ("get
 // deployments.apps/scale") received in [from, to) and returns the longest
-// time between two of them on one object, and how many objects had one.
-func visitGaps(path, user, verb, resource string, from, to time.Time) (time.Duration, int, error) {
+// time one of objects went without one (see longestGap), and how many
+// objects had one.
+func visitGaps(path, user, verb, resource string, from, to time.Time, objects int) (time.Duration, int, error) {
 	visits := map[string][]time.Time{}
 	err := harness.ReadAudit(path, func(e *harness.AuditEvent) {
 		if e.Received.Before(from) || !e.Received.Before(to) || e.User.Username != user ||
@@ -54,15 +55,22 @@ func visitGaps(path, user, verb, resource string, from, to time.Time) (time.Dura
 		key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
 		visits[key] = append(visits[key], e.Received)
 	})
-	return longestGap(visits), len(visits), err
+	return longestGap(visits, from, to, objects), len(visits), err
 }
 
-// longestGap is the longest time between two consecutive visits of one
-// object.
-func longestGap(visits map[string][]time.Time) time.Duration {
+// longestGap is the longest time one of objects went without a visit in
+// the window [from, to): between two visits, and the open stretches from
+// the window's start to the first visit and from the last to its end (the
+// true gaps there are longer still). An object with no visit at all went
+// the whole window without one.
+func longestGap(visits map[string][]time.Time, from, to time.Time, objects int) time.Duration {
+	if len(visits) < objects {
+		return to.Sub(from)
+	}
 	var longest time.Duration
 	for _, ts := range visits {
 		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		longest = max(longest, ts[0].Sub(from), to.Sub(ts[len(ts)-1]))
 		for i := 1; i < len(ts); i++ {
 			longest = max(longest, ts[i].Sub(ts[i-1]))
 		}

@@ -13,18 +13,23 @@ func TestLongestGap(t *testing.T) {
 		}
 		return out
 	}
+	// A window of 45 s, from 0 to 45.
+	from, to := time.Unix(0, 0), time.Unix(45, 0)
 	for _, tc := range []struct {
-		name   string
-		visits map[string][]time.Time
-		want   time.Duration
+		name    string
+		visits  map[string][]time.Time
+		objects int
+		want    time.Duration
 	}{
-		{"none", nil, 0},
-		{"one visit has no gap", map[string][]time.Time{"a": at(5)}, 0},
-		{"unsorted visits", map[string][]time.Time{"a": at(30, 0, 15)}, 15 * time.Second},
-		{"longest over objects", map[string][]time.Time{"a": at(0, 15, 30), "b": at(1, 40)}, 39 * time.Second},
+		{"no objects", nil, 0, 0},
+		{"an object never visited went the whole window", map[string][]time.Time{"a": at(0, 15, 30)}, 2, 45 * time.Second},
+		{"one visit: the open stretch after it", map[string][]time.Time{"a": at(5)}, 1, 40 * time.Second},
+		{"one visit: the open stretch before it", map[string][]time.Time{"a": at(41)}, 1, 41 * time.Second},
+		{"unsorted visits", map[string][]time.Time{"a": at(30, 2, 15)}, 1, 15 * time.Second},
+		{"longest over objects", map[string][]time.Time{"a": at(0, 15, 30), "b": at(1, 40)}, 2, 39 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := longestGap(tc.visits); got != tc.want {
+			if got := longestGap(tc.visits, from, to, tc.objects); got != tc.want {
 				t.Errorf("longestGap = %s, want %s", got, tc.want)
 			}
 		})

@@ -966,7 +966,7 @@ func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kuberne
 		// measure counts reconciles by the PodMetrics lists without a counter.
 		r.reconcilesPerPeriod = float64(r.requests.ByKind["list pods.metrics.k8s.io"]) / float64(cfg.periods)
 	}
-	r.longestGap, r.visited, err = visitGaps(auditLog, kcmUser, "get", "deployments.apps/scale", r.from, r.to)
+	r.longestGap, r.visited, err = visitGaps(auditLog, kcmUser, "get", "deployments.apps/scale", r.from, r.to, cfg.autoscalers)
 	if err != nil {
 		return r, err
 	}
