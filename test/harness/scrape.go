@@ -10,8 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // ScrapeJob is a Prometheus scrape job beside the harness exporter's, for
@@ -27,54 +25,29 @@ type ScrapeJob struct {
 	Interval, Timeout time.Duration
 }
 
-// promConfig is the part of Prometheus's configuration the harness writes.
-type promConfig struct {
-	Global struct {
-		ScrapeInterval     string `yaml:"scrape_interval"`
-		ScrapeTimeout      string `yaml:"scrape_timeout"`
-		EvaluationInterval string `yaml:"evaluation_interval"`
-	} `yaml:"global"`
-	ScrapeConfigs []promScrapeConfig `yaml:"scrape_configs"`
-}
-
-type promScrapeConfig struct {
-	JobName        string `yaml:"job_name"`
-	HonorLabels    bool   `yaml:"honor_labels"`
-	ScrapeInterval string `yaml:"scrape_interval,omitempty"`
-	ScrapeTimeout  string `yaml:"scrape_timeout,omitempty"`
-	StaticConfigs  []struct {
-		Targets []string `yaml:"targets"`
-	} `yaml:"static_configs"`
-}
-
 // exporterJob is the harness exporter's scrape job.
 const exporterJob = "tidal-harness-exporter"
 
 // writePrometheusConfig writes prometheus.yml: the exporter every second,
-// then the added jobs.
+// then the added jobs. The file ends with the scrape_configs list (the
+// sandbox appends its own jobs to it).
 func (h *Harness) writePrometheusConfig() error {
-	var c promConfig
-	c.Global.ScrapeInterval, c.Global.ScrapeTimeout, c.Global.EvaluationInterval = "1s", "1s", "1s"
-	job := func(name, target string) promScrapeConfig {
-		j := promScrapeConfig{JobName: name, HonorLabels: true}
-		j.StaticConfigs = append(j.StaticConfigs, struct {
-			Targets []string `yaml:"targets"`
-		}{[]string{target}})
-		return j
+	var b strings.Builder
+	b.WriteString("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nscrape_configs:\n")
+	job := func(name, target, interval, timeout string) {
+		fmt.Fprintf(&b, "- job_name: %q\n  honor_labels: true\n", name)
+		if interval != "" {
+			fmt.Fprintf(&b, "  scrape_interval: %s\n  scrape_timeout: %s\n", interval, timeout)
+		}
+		fmt.Fprintf(&b, "  static_configs:\n  - targets: [%q]\n", target)
 	}
-	c.ScrapeConfigs = append(c.ScrapeConfigs, job(exporterJob, h.Exporter.Addr()))
+	job(exporterJob, h.Exporter.Addr(), "", "")
 	h.mu.Lock()
 	for _, s := range h.scrapeJobs {
-		j := job(s.Name, s.Target)
-		j.ScrapeInterval, j.ScrapeTimeout = s.Interval.String(), s.Timeout.String()
-		c.ScrapeConfigs = append(c.ScrapeConfigs, j)
+		job(s.Name, s.Target, s.Interval.String(), s.Timeout.String())
 	}
 	h.mu.Unlock()
-	out, err := yaml.Marshal(&c)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(h.path("prometheus.yml"), out, 0o644)
+	return os.WriteFile(h.path("prometheus.yml"), []byte(b.String()), 0o644)
 }
 
 // AddScrapeJob adds j to Prometheus's configuration, or replaces the job
