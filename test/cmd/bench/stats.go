@@ -107,7 +107,7 @@ func figure(v float64) string {
 func bound(reconciles, autoscalers, cpu, apiserverCPU, etcdCPU, requests, cores, periodSeconds, qps float64) string {
 	capacity := cores * periodSeconds
 	switch {
-	case reconciles >= 0.99*autoscalers:
+	case reconciledAll(reconciles, autoscalers):
 		return "not bound: every object reconciled each period"
 	case cpu >= 0.9*capacity:
 		return fmt.Sprintf("its own CPU (%s of %s CPU-s per period)", figure(cpu), figure(capacity))
@@ -123,9 +123,13 @@ func bound(reconciles, autoscalers, cpu, apiserverCPU, etcdCPU, requests, cores,
 // ceilingNote says when the 2x goal cannot be met: twice kcm's reconciles
 // is more than there are objects, and tidal reconciled every one.
 func ceilingNote(tidal, kcm float64, objects int) string {
-	if math.IsNaN(tidal) || math.IsNaN(kcm) || 2*kcm <= float64(objects) || tidal < 0.99*float64(objects) {
+	if math.IsNaN(tidal) || math.IsNaN(kcm) || 2*kcm <= float64(objects) || !reconciledAll(tidal, float64(objects)) {
 		return ""
 	}
 	return fmt.Sprintf("twice kcm's figure is %s objects, more than the %d there are: tidal reconciled every object, the most any controller can (%s of the 2x goal)",
 		figure(2*kcm), objects, figure(tidal/(2*kcm)))
 }
+
+// reconciledAll is whether reconciles per period cover every object (1%
+// short for the window's edges).
+func reconciledAll(reconciles, objects float64) bool { return reconciles >= 0.99*objects }
