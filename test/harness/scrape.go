@@ -91,9 +91,8 @@ func activeTarget(ctx context.Context, base string, j ScrapeJob) error {
 	var r struct {
 		Data struct {
 			ActiveTargets []struct {
-				ScrapePool     string `json:"scrapePool"`
-				ScrapeURL      string `json:"scrapeUrl"`
-				ScrapeInterval string `json:"scrapeInterval"`
+				ScrapePool string `json:"scrapePool"`
+				ScrapeURL  string `json:"scrapeUrl"`
 			} `json:"activeTargets"`
 		} `json:"data"`
 	}
