@@ -71,3 +71,38 @@ func StatusKiB(pid int, field string) (float64, error) {
 	}
 	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
+
+// MachineBusySeconds is the CPU time all cores together have spent busy
+// (not idle, not waiting for I/O) since boot, from /proc/stat's first
+// line: what every process on the machine used, the benchmark's own
+// included.
+func MachineBusySeconds() (float64, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	return busySeconds(string(data))
+}
+
+// busySeconds parses /proc/stat's aggregate "cpu" line: user nice system
+// idle iowait irq softirq steal (guest times are already in user and
+// nice), in clock ticks.
+func busySeconds(stat string) (float64, error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("unexpected /proc/stat first line: %q", line)
+	}
+	var busy float64
+	for i, v := range f[1:9] {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("unexpected /proc/stat first line: %q", line)
+		}
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		busy += n
+	}
+	return busy / clockTicks, nil
+}

@@ -25,7 +25,8 @@
 // time (/proc/PID/stat), the API requests its identity made (the
 // apiserver's audit log, by verb and resource), and the objects it
 // reconciled (tidal: its reconciliations counter; kcm: its PodMetrics
-// lists, one per reconcile). Reported per period. Both phases must leave
+// lists, one per reconcile), and kube-apiserver's, etcd's and the whole
+// machine's CPU time (/proc/stat) in the same window. Reported per period. Both phases must leave
 // every object at the same desired replicas (5) with no rescale.
 //
 // Run (the harness binaries come from `make tools`):
@@ -240,8 +241,8 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		if err != nil {
 			b.Fatalf("phase %s: %v", phase, err)
 		}
-		b.Logf("%s (phase took %s) per period: %.2f CPU-s (system %.2f), RSS %.0f MiB, %.0f reconciles, %.0f requests; kube-apiserver %.2f CPU-s, etcd %.2f CPU-s; requests over the %d periods: %s; desired replicas %v",
-			phase, time.Since(began).Round(time.Second), r.cpuPerPeriod, r.systemPerPeriod, r.rssMiB, r.reconcilesPerPeriod, float64(r.requests.Total)/float64(cfg.periods), r.apiserverPerPeriod, r.etcdPerPeriod, cfg.periods, r.requests, r.desired)
+		b.Logf("%s (phase took %s) per period: %.2f CPU-s (system %.2f), RSS %.0f MiB, %.0f reconciles, %.0f requests; kube-apiserver %.2f CPU-s, etcd %.2f CPU-s, the machine %.2f CPU-s; requests over the %d periods: %s; desired replicas %v",
+			phase, time.Since(began).Round(time.Second), r.cpuPerPeriod, r.systemPerPeriod, r.rssMiB, r.reconcilesPerPeriod, float64(r.requests.Total)/float64(cfg.periods), r.apiserverPerPeriod, r.etcdPerPeriod, r.machinePerPeriod, cfg.periods, r.requests, r.desired)
 		if r.sharded() {
 			b.Logf("%s: %s", phase, r.replicaSummary())
 		}
@@ -302,6 +303,7 @@ func recordPhase(b *testing.B, cfg config, phase string, round int, r phaseResul
 		{Metric: "rss", Value: r.rssMiB, Unit: "MiB"},
 		{Metric: "kube-apiserver-cpu-per-period", Value: r.apiserverPerPeriod, Unit: "CPU-s"},
 		{Metric: "etcd-cpu-per-period", Value: r.etcdPerPeriod, Unit: "CPU-s"},
+		{Metric: "machine-cpu-per-period", Value: r.machinePerPeriod, Unit: "CPU-s"},
 		{Metric: "autoscalers", Value: float64(cfg.autoscalers), Unit: "objects"},
 	}
 	if phase == "kcm" {
@@ -492,6 +494,9 @@ type phaseResult struct {
 	// apiserverPerPeriod and etcdPerPeriod are kube-apiserver's and etcd's
 	// CPU seconds in the same window, per period.
 	apiserverPerPeriod, etcdPerPeriod float64
+	// machinePerPeriod is every core's busy time in the same window, per
+	// period: all processes, the harness's and the benchmark's included.
+	machinePerPeriod float64
 	// from and to bound the measured window.
 	from, to time.Time
 	// longestGap is the longest time between two visits of one object in
@@ -658,6 +663,10 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 		return r, err
 	}
 	api0, etcd0 := cpuOf("kube-apiserver"), cpuOf("etcd")
+	machine0, err := harness.MachineBusySeconds()
+	if err != nil {
+		return r, err
+	}
 	// Sample the queue depth and the reconcile gap once a period (a scrape
 	// costs the controller CPU too): items waiting for a worker, not for
 	// their next period, mean reconciles fall behind; the gap gauge holds
@@ -678,6 +687,11 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 	}
 	r.apiserverPerPeriod = (cpuOf("kube-apiserver") - api0) / float64(cfg.periods)
 	r.etcdPerPeriod = (cpuOf("etcd") - etcd0) / float64(cfg.periods)
+	machine1, err := harness.MachineBusySeconds()
+	if err != nil {
+		return r, err
+	}
+	r.machinePerPeriod = (machine1 - machine0) / float64(cfg.periods)
 	r.from, r.to = from, to
 	periods := float64(cfg.periods)
 	var n, cpu, sys float64

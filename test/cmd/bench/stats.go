@@ -101,11 +101,17 @@ func figure(v float64) string {
 
 // bound names what most likely limited a controller's reconciles per
 // period, from its figures: none when it reconciled every object; the
-// machine's CPU when it, kube-apiserver and etcd together used nearly all
-// cores; its own CPU when it alone did; its client's QPS limit when its
+// machine's CPU when all its cores were nearly always busy (machine: the
+// busy CPU-s of every process in the window; 0 or NaN when not measured, then
+// the controller, kube-apiserver and etcd together stand for it); its
+// own CPU when it alone used nearly all; its client's QPS limit when its
 // requests reached it (qps 0: no limit known).
-func bound(reconciles, autoscalers, cpu, apiserverCPU, etcdCPU, requests, cores, periodSeconds, qps float64) string {
+func bound(reconciles, autoscalers, cpu, apiserverCPU, etcdCPU, machine, requests, cores, periodSeconds, qps float64) string {
 	capacity := cores * periodSeconds
+	control := cpu + apiserverCPU + etcdCPU
+	if math.IsNaN(machine) {
+		machine = 0
+	}
 	switch {
 	case reconciledAll(reconciles, autoscalers):
 		return "not bound: every object reconciled each period"
@@ -113,8 +119,11 @@ func bound(reconciles, autoscalers, cpu, apiserverCPU, etcdCPU, requests, cores,
 		return fmt.Sprintf("its own CPU (%s of %s CPU-s per period)", figure(cpu), figure(capacity))
 	case qps > 0 && requests >= 0.9*qps*periodSeconds:
 		return fmt.Sprintf("its client's QPS limit (%s requests per period, limit %s)", figure(requests), figure(qps*periodSeconds))
-	case cpu+apiserverCPU+etcdCPU >= 0.9*capacity:
-		return fmt.Sprintf("the machine's CPU (with kube-apiserver and etcd: %s of %s CPU-s per period)", figure(cpu+apiserverCPU+etcdCPU), figure(capacity))
+	case machine >= 0.9*capacity:
+		return fmt.Sprintf("the machine's CPU (%s of %s CPU-s per period busy; it %s, kube-apiserver %s, etcd %s, the rest kwok, the metrics server and the harness)",
+			figure(machine), figure(capacity), figure(cpu), figure(apiserverCPU), figure(etcdCPU))
+	case machine == 0 && control >= 0.9*capacity:
+		return fmt.Sprintf("the machine's CPU (with kube-apiserver and etcd: %s of %s CPU-s per period)", figure(control), figure(capacity))
 	default:
 		return "not determined from these figures (see its log: queue depth, errors)"
 	}

@@ -88,18 +88,21 @@ func TestFigure(t *testing.T) {
 
 func TestBound(t *testing.T) {
 	for _, tc := range []struct {
-		name                                                   string
-		reconciles, autoscalers, cpu, api, etcd, requests, qps float64
-		want                                                   string
+		name                                                            string
+		reconciles, autoscalers, cpu, api, etcd, machine, requests, qps float64
+		want                                                            string
 	}{
-		{"all reconciled", 1000, 1000, 29, 0, 0, 0, 0, "not bound"},
-		{"own CPU", 500, 1000, 28, 0, 0, 0, 0, "its own CPU"},
-		{"client QPS", 500, 1000, 5, 5, 1, 2900, 200, "QPS limit"},
-		{"machine CPU", 500, 1000, 10, 14, 4, 100, 200, "the machine's CPU"},
-		{"undetermined", 500, 1000, 5, 5, 1, 100, 200, "not determined"},
+		{"all reconciled", 1000, 1000, 29, 0, 0, 30, 0, 0, "not bound"},
+		{"own CPU", 500, 1000, 28, 0, 0, 29, 0, 0, "its own CPU"},
+		{"client QPS", 500, 1000, 5, 5, 1, 20, 2900, 200, "QPS limit"},
+		{"machine busy, control plane alone under the line", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "the machine's CPU (28.0 of 30.0"},
+		{"machine not measured, control plane over the line", 500, 1000, 10, 14, 4, 0, 100, 200, "the machine's CPU (with kube-apiserver"},
+		{"machine not in the samples (older runs)", 500, 1000, 10, 14, 4, math.NaN(), 100, 200, "the machine's CPU (with kube-apiserver"},
+		{"machine measured and idle enough", 500, 1000, 10, 14, 4, 20, 100, 200, "not determined"},
+		{"undetermined", 500, 1000, 5, 5, 1, 15, 100, 200, "not determined"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := bound(tc.reconciles, tc.autoscalers, tc.cpu, tc.api, tc.etcd, tc.requests, 2, 15, tc.qps)
+			got := bound(tc.reconciles, tc.autoscalers, tc.cpu, tc.api, tc.etcd, tc.machine, tc.requests, 2, 15, tc.qps)
 			if !strings.Contains(got, tc.want) {
 				t.Errorf("bound = %q, want it to say %q", got, tc.want)
 			}
