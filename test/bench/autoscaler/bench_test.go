@@ -304,6 +304,7 @@ func recordPhase(b *testing.B, cfg config, phase string, round int, r phaseResul
 		{Metric: "kube-apiserver-cpu-per-period", Value: r.apiserverPerPeriod, Unit: "CPU-s"},
 		{Metric: "etcd-cpu-per-period", Value: r.etcdPerPeriod, Unit: "CPU-s"},
 		{Metric: "machine-cpu-per-period", Value: r.machinePerPeriod, Unit: "CPU-s"},
+		{Metric: "podmetrics-lists-per-period", Value: float64(r.requests.ByKind["list pods.metrics.k8s.io"]) / float64(cfg.periods), Unit: "requests"},
 		{Metric: "autoscalers", Value: float64(cfg.autoscalers), Unit: "objects"},
 	}
 	if phase == "kcm" {

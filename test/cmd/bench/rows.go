@@ -357,6 +357,8 @@ func shardedRow(sz sizes) row {
 		cells = append(cells, at(sharded, fmt.Sprintf("replica-%d-reconciles-per-period", i+1)))
 	}
 	cells = append(cells, at(sharded, "requests-per-period"), at(tidal, "requests-per-period"),
+		at(sharded, "podmetrics-lists-per-period"), at(tidal, "podmetrics-lists-per-period"),
+		at(sharded, "machine-cpu-per-period"), at(tidal, "machine-cpu-per-period"),
 		at(sharded, "rss-per-replica"), at(tidal, "rss"),
 		at(sharded, "kube-apiserver-cpu-per-period"), at(tidal, "kube-apiserver-cpu-per-period"))
 	limit := shardOverhead / float64(sz.shards)
