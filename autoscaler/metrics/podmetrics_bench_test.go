@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	metricsapi "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsscheme "k8s.io/metrics/pkg/client/clientset/versioned/scheme"
@@ -31,14 +32,9 @@ func BenchmarkNamespaceList(b *testing.B) {
 				})
 			}
 			s := protobuf.NewSerializer(metricsscheme.Scheme, metricsscheme.Scheme)
-			var data []byte
-			{
-				enc := metricsscheme.Codecs.EncoderForVersion(s, metricsapi.SchemeGroupVersion)
-				var buf bytesBuffer
-				if err := enc.Encode(list, &buf); err != nil {
-					b.Fatal(err)
-				}
-				data = buf
+			data, err := runtime.Encode(metricsscheme.Codecs.EncoderForVersion(s, metricsapi.SchemeGroupVersion), list)
+			if err != nil {
+				b.Fatal(err)
 			}
 			dec := metricsscheme.Codecs.WithoutConversion().DecoderToVersion(s, metricsapi.SchemeGroupVersion)
 			b.SetBytes(int64(len(data)))
@@ -56,7 +52,3 @@ func BenchmarkNamespaceList(b *testing.B) {
 		})
 	}
 }
-
-type bytesBuffer []byte
-
-func (w *bytesBuffer) Write(p []byte) (int, error) { *w = append(*w, p...); return len(p), nil }
