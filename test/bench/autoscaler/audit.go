@@ -17,6 +17,10 @@ type requestCount struct {
 	ByKind map[string]int
 }
 
+// podMetricsLists is the PodMetrics lists among them: one per reconcile
+// for kcm, one per namespace and beat for tidal.
+func (c requestCount) podMetricsLists() int { return c.ByKind["list pods.metrics.k8s.io"] }
+
 func (c requestCount) String() string {
 	keys := slices.Sorted(maps.Keys(c.ByKind))
 	slices.SortStableFunc(keys, func(a, b string) int { return c.ByKind[b] - c.ByKind[a] })

@@ -26,8 +26,9 @@
 // apiserver's audit log, by verb and resource), and the objects it
 // reconciled (tidal: its reconciliations counter; kcm: its PodMetrics
 // lists, one per reconcile), and kube-apiserver's, etcd's and the whole
-// machine's CPU time (/proc/stat) in the same window. Reported per period. Both phases must leave
-// every object at the same desired replicas (5) with no rescale.
+// machine's CPU time (/proc/stat) in the same window. Reported per
+// period. Both phases must leave every object at the same desired
+// replicas (5) with no rescale.
 //
 // Run (the harness binaries come from `make tools`):
 //
@@ -304,7 +305,7 @@ func recordPhase(b *testing.B, cfg config, phase string, round int, r phaseResul
 		{Metric: "kube-apiserver-cpu-per-period", Value: r.apiserverPerPeriod, Unit: "CPU-s"},
 		{Metric: "etcd-cpu-per-period", Value: r.etcdPerPeriod, Unit: "CPU-s"},
 		{Metric: "machine-cpu-per-period", Value: r.machinePerPeriod, Unit: "CPU-s"},
-		{Metric: "podmetrics-lists-per-period", Value: float64(r.requests.ByKind["list pods.metrics.k8s.io"]) / float64(cfg.periods), Unit: "requests"},
+		{Metric: "podmetrics-lists-per-period", Value: float64(r.requests.podMetricsLists()) / float64(cfg.periods), Unit: "requests"},
 		{Metric: "autoscalers", Value: float64(cfg.autoscalers), Unit: "objects"},
 	}
 	if phase == "kcm" {
@@ -719,7 +720,7 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 		return r, err
 	}
 	if !hasCounter {
-		n = float64(r.requests.ByKind["list pods.metrics.k8s.io"])
+		n = float64(r.requests.podMetricsLists())
 	}
 	if r.desired, _, err = statuses(ctx); err != nil {
 		return r, err
@@ -751,7 +752,7 @@ func settle(ctx context.Context, users []string, auditLog string, want int, behi
 		if err != nil {
 			return periods, 0, err
 		}
-		lists := c.ByKind["list pods.metrics.k8s.io"]
+		lists := c.podMetricsLists()
 		if lists <= want || periods >= maxSettlePeriods || behind() || ctx.Err() != nil {
 			return periods, lists, ctx.Err()
 		}
@@ -979,7 +980,7 @@ func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kuberne
 	}
 	if counter != nil {
 		// measure counts reconciles by the PodMetrics lists without a counter.
-		r.reconcilesPerPeriod = float64(r.requests.ByKind["list pods.metrics.k8s.io"]) / float64(cfg.periods)
+		r.reconcilesPerPeriod = float64(r.requests.podMetricsLists()) / float64(cfg.periods)
 	}
 	r.longestGap, r.visited, err = visitGaps(auditLog, kcmUser, "get", "deployments.apps/scale", r.from, r.to, cfg.autoscalers)
 	if err != nil {

@@ -214,13 +214,13 @@ func rows(p plan) []row {
 	out = append(out, small, large)
 
 	fleetAt := func(j, side, metric string) ref { return ref{job: j, row: "fleet", side: side, metric: metric} }
+	var moving1k []ref
+	for _, m := range []string{"cpu-per-period", "requests-per-period", "reconciles-per-period", "longest-visit-gap", "machine-cpu-per-period"} {
+		moving1k = append(moving1k, fleetAt("fleet-1k-moving", tidal, m), fleetAt("fleet-1k-moving", bounded, m), fleetAt("fleet-1k-moving", kcm, m))
+	}
 	out = append(out, row{
 		id: "fleet-1k", title: fmt.Sprintf("%s autoscalers x %d pods, %s sync, usage moving", count(sz.fleet1k), sz.fleetPods, sz.syncPeriod),
-		cells: []ref{fleetAt("fleet-1k-moving", tidal, "cpu-per-period"), fleetAt("fleet-1k-moving", bounded, "cpu-per-period"), fleetAt("fleet-1k-moving", kcm, "cpu-per-period"),
-			fleetAt("fleet-1k-moving", tidal, "requests-per-period"), fleetAt("fleet-1k-moving", bounded, "requests-per-period"), fleetAt("fleet-1k-moving", kcm, "requests-per-period"),
-			fleetAt("fleet-1k-moving", tidal, "reconciles-per-period"), fleetAt("fleet-1k-moving", bounded, "reconciles-per-period"), fleetAt("fleet-1k-moving", kcm, "reconciles-per-period"),
-			fleetAt("fleet-1k-moving", tidal, "longest-visit-gap"), fleetAt("fleet-1k-moving", bounded, "longest-visit-gap"), fleetAt("fleet-1k-moving", kcm, "longest-visit-gap"),
-			fleetAt("fleet-1k-moving", tidal, "machine-cpu-per-period"), fleetAt("fleet-1k-moving", bounded, "machine-cpu-per-period"), fleetAt("fleet-1k-moving", kcm, "machine-cpu-per-period")},
+		cells: moving1k,
 		goals: []goal{
 			{text: "CPU per period <= 0.2 of kcm's", num: fleetAt("fleet-1k-moving", tidal, "cpu-per-period"), den: fleetAt("fleet-1k-moving", kcm, "cpu-per-period"), op: atMost, bound: 0.2},
 			{text: "API requests per period <= 0.33 of kcm's", num: fleetAt("fleet-1k-moving", tidal, "requests-per-period"), den: fleetAt("fleet-1k-moving", kcm, "requests-per-period"), op: atMost, bound: 0.33},
