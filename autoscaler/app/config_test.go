@@ -110,9 +110,12 @@ func TestKubeAPITimeout(t *testing.T) {
 		case r.URL.Path == "/api/v1/namespaces/ns/pods/held":
 			// An API server that hangs; answers after 5 s in case the
 			// client waits that long, so that the test fails rather than
-			// hangs.
+			// hangs. When the client gives up first the handler aborts:
+			// returning would send an empty 200, which could reach the
+			// client before its own timeout error does.
 			select {
 			case <-r.Context().Done():
+				panic(http.ErrAbortHandler)
 			case <-time.After(5 * time.Second):
 				fmt.Fprint(w, pod("held"))
 			}
