@@ -266,8 +266,11 @@ func rows(p plan) []row {
 				for _, side := range []string{tidal, kcm} {
 					m := func(metric string) float64 { return median(d.values(at(side, metric))) }
 					qps := float64(sz.qps) // both sides'
-					notes = append(notes, fmt.Sprintf("%s bound by: %s", side, bound(m("reconciles-per-period"), float64(n.count), m("cpu-per-period"),
-						m("kube-apiserver-cpu-per-period"), m("etcd-cpu-per-period"), m("machine-cpu-per-period"), m("requests-per-period"), float64(runtime.NumCPU()), sz.syncPeriod.Seconds(), qps)))
+					notes = append(notes, fmt.Sprintf("%s bound by: %s", side, bound(sideFigures{
+						reconciles: m("reconciles-per-period"), autoscalers: float64(n.count),
+						cpu: m("cpu-per-period"), apiserverCPU: m("kube-apiserver-cpu-per-period"), etcdCPU: m("etcd-cpu-per-period"), machine: m("machine-cpu-per-period"),
+						requests: m("requests-per-period"), cores: float64(runtime.NumCPU()), periodSeconds: sz.syncPeriod.Seconds(), qps: qps,
+					})))
 				}
 				if c := ceilingNote(median(d.values(at(tidal, "reconciles-per-period"))), median(d.values(at(kcm, "reconciles-per-period"))), n.count); c != "" {
 					notes = append(notes, c)

@@ -99,29 +99,43 @@ func figure(v float64) string {
 	}
 }
 
+// sideFigures are one controller's per-period medians in a fleet row, and
+// the machine it ran on: what bound reads.
+type sideFigures struct {
+	reconciles, autoscalers float64
+	// cpu is the controller's CPU-s; apiserverCPU and etcdCPU theirs in
+	// the same window; machine every process's busy CPU-s (0 or NaN: not
+	// measured, then the controller, kube-apiserver and etcd together
+	// stand for it).
+	cpu, apiserverCPU, etcdCPU, machine float64
+	requests                            float64
+	cores, periodSeconds                float64
+	// qps is the controller's client limit; 0: none known.
+	qps float64
+}
+
 // bound names what most likely limited a controller's reconciles per
-// period, from its figures: none when it reconciled every object; the
-// machine's CPU when all its cores were nearly always busy (machine: the
-// busy CPU-s of every process in the window; 0 or NaN when not measured, then
-// the controller, kube-apiserver and etcd together stand for it); its
-// own CPU when it alone used nearly all; its client's QPS limit when its
-// requests reached it (qps 0: no limit known).
-func bound(reconciles, autoscalers, cpu, apiserverCPU, etcdCPU, machine, requests, cores, periodSeconds, qps float64) string {
-	capacity := cores * periodSeconds
-	control := cpu + apiserverCPU + etcdCPU
+// period, from its figures: none when it reconciled every object; its own
+// CPU when it alone used nearly all the cores; its client's QPS limit when
+// its requests reached it; the machine's CPU when all its cores were
+// nearly always busy.
+func bound(f sideFigures) string {
+	capacity := f.cores * f.periodSeconds
+	control := f.cpu + f.apiserverCPU + f.etcdCPU
+	machine := f.machine
 	if math.IsNaN(machine) {
 		machine = 0
 	}
 	switch {
-	case reconciledAll(reconciles, autoscalers):
+	case reconciledAll(f.reconciles, f.autoscalers):
 		return "not bound: every object reconciled each period"
-	case cpu >= 0.9*capacity:
-		return fmt.Sprintf("its own CPU (%s of %s CPU-s per period)", figure(cpu), figure(capacity))
-	case qps > 0 && requests >= 0.9*qps*periodSeconds:
-		return fmt.Sprintf("its client's QPS limit (%s requests per period, limit %s)", figure(requests), figure(qps*periodSeconds))
+	case f.cpu >= 0.9*capacity:
+		return fmt.Sprintf("its own CPU (%s of %s CPU-s per period)", figure(f.cpu), figure(capacity))
+	case f.qps > 0 && f.requests >= 0.9*f.qps*f.periodSeconds:
+		return fmt.Sprintf("its client's QPS limit (%s requests per period, limit %s)", figure(f.requests), figure(f.qps*f.periodSeconds))
 	case machine >= 0.9*capacity:
 		return fmt.Sprintf("the machine's CPU (%s of %s CPU-s per period busy; it %s, kube-apiserver %s, etcd %s, the rest kwok, the metrics server and the harness)",
-			figure(machine), figure(capacity), figure(cpu), figure(apiserverCPU), figure(etcdCPU))
+			figure(machine), figure(capacity), figure(f.cpu), figure(f.apiserverCPU), figure(f.etcdCPU))
 	case machine == 0 && control >= 0.9*capacity:
 		return fmt.Sprintf("the machine's CPU (with kube-apiserver and etcd: %s of %s CPU-s per period)", figure(control), figure(capacity))
 	default:

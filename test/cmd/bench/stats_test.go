@@ -102,7 +102,8 @@ func TestBound(t *testing.T) {
 		{"undetermined", 500, 1000, 5, 5, 1, 15, 100, 200, "not determined"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := bound(tc.reconciles, tc.autoscalers, tc.cpu, tc.api, tc.etcd, tc.machine, tc.requests, 2, 15, tc.qps)
+			got := bound(sideFigures{reconciles: tc.reconciles, autoscalers: tc.autoscalers, cpu: tc.cpu, apiserverCPU: tc.api, etcdCPU: tc.etcd,
+				machine: tc.machine, requests: tc.requests, cores: 2, periodSeconds: 15, qps: tc.qps})
 			if !strings.Contains(got, tc.want) {
 				t.Errorf("bound = %q, want it to say %q", got, tc.want)
 			}
