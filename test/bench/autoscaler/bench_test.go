@@ -621,15 +621,16 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 	}
 	time.Sleep(syncPeriod)
 	if settleLists > 0 {
-		// A controller half a period behind (its queue holds half the
+		// A controller half a period behind (its queue holds half its
 		// objects, waiting for a worker) cannot settle: its reconciles
-		// come due when a worker is free, not on a beat.
+		// come due when a worker is free, not on a beat. queue is the
+		// largest replica's, and a replica holds its share of the objects.
 		behind := func() bool {
 			if queue == nil {
 				return false
 			}
 			d, _, err := queue(ctx)
-			return err == nil && d >= float64(cfg.autoscalers)/2
+			return err == nil && d >= float64(cfg.autoscalers)/2/float64(len(procs))
 		}
 		periods, lists, err := settle(ctx, users, auditLog, settleLists, behind)
 		if err != nil {
