@@ -113,6 +113,22 @@ func (t *SelectorTracker) Count(namespace string) int {
 	return 0
 }
 
+// Cover returns a Cover of the namespace's registered selectors (see
+// CoverOf); false when they have none.
+func (t *SelectorTracker) Cover(namespace string) (Cover, bool) {
+	t.mu.RLock()
+	ns := t.namespaces[namespace]
+	var sels []labels.Selector
+	if ns != nil {
+		sels = make([]labels.Selector, 0, len(ns.byKey))
+		for _, sel := range ns.byKey {
+			sels = append(sels, sel)
+		}
+	}
+	t.mu.RUnlock()
+	return CoverOf(sels)
+}
+
 // Delete unregisters key; it reports whether it was registered.
 func (t *SelectorTracker) Delete(namespace, key string) bool {
 	t.mu.Lock()

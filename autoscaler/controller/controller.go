@@ -156,6 +156,11 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 	if m, ok := o.Metrics.(interface{ ShareNamespaceLists(func(string) bool) }); ok {
 		m.ShareNamespaceLists(c.sharesNamespace)
 	}
+	if m, ok := o.Metrics.(interface {
+		CoverNamespaceLists(func(string) (clustercache.Cover, bool))
+	}); ok {
+		m.CoverNamespaceLists(c.r.selectors.Cover)
+	}
 	_, err := o.Source.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.add,
 		UpdateFunc: c.update,

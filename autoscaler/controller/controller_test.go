@@ -10,6 +10,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
@@ -23,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
+	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
@@ -248,5 +250,39 @@ func TestDeleteForgetsTheObject(t *testing.T) {
 	deleted, err := f.ctrl.r.reconcileKey(context.Background(), ns+"/web")
 	if !deleted || err != nil {
 		t.Errorf("reconcile of a deleted object = %v, %v; want deleted", deleted, err)
+	}
+}
+
+// coverRecorder is a metrics client that keeps the cover function the
+// controller hands it.
+type coverRecorder struct {
+	metrics.Client
+	cover func(string) (clustercache.Cover, bool)
+}
+
+func (c *coverRecorder) CoverNamespaceLists(f func(string) (clustercache.Cover, bool)) { c.cover = f }
+
+// TestNewCoversNamespaceLists: the metrics client's namespace lists are
+// covered by the selectors of the autoscalers the controller knows.
+func TestNewCoversNamespaceLists(t *testing.T) {
+	kube := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	rec := &coverRecorder{Client: metrics.NewRESTClient(resourceMetricsFake(world{}).MetricsV1beta1(), customMetricsFake(world{}), externalMetricsFake(world{}))}
+	ctrl, err := New(context.Background(), Options{
+		Source: source.NativeSource(factory, kube.AutoscalingV2()), Pods: factory.Core().V1().Pods(),
+		Scales: &scalefake.FakeScaleClient{}, Mapper: meta.NewDefaultRESTMapper(nil), Metrics: rec,
+		Recorder: record.NewFakeRecorder(1), Decision: decision.DefaultConfig(), SyncPeriod: time.Hour,
+	})
+	must(t, err)
+	if rec.cover == nil {
+		t.Fatal("the controller handed the metrics client no cover")
+	}
+	for name, sel := range map[string]string{"a": "app=a", "b": "app in (b)"} {
+		parsed, err := labels.Parse(sel)
+		must(t, err)
+		ctrl.r.selectors.PutIfAbsent(ns, ns+"/"+name, parsed)
+	}
+	if c, ok := rec.cover(ns); !ok || c.String() != "app in (a,b)" {
+		t.Errorf("cover %q, %v; want app in (a,b)", c.String(), ok)
 	}
 }

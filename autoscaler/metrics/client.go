@@ -22,6 +22,7 @@ import (
 	externalclient "k8s.io/metrics/pkg/client/external_metrics"
 	"k8s.io/utils/clock"
 
+	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
 )
 
@@ -98,6 +99,12 @@ func (c resourceMetrics) ResourceMetric(ctx context.Context, resource corev1.Res
 // for all its autoscalers when shared reports there are several.
 func (c resourceMetrics) ShareNamespaceLists(shared func(namespace string) bool) {
 	c.pods.shared = shared
+}
+
+// CoverNamespaceLists makes a shared list of a namespace's PodMetrics
+// select, with cover's selector, only the pods its autoscalers may use.
+func (c resourceMetrics) CoverNamespaceLists(cover func(namespace string) (clustercache.Cover, bool)) {
+	c.pods.cover = cover
 }
 
 type customMetrics struct {

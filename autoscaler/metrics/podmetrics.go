@@ -31,13 +31,18 @@ const podMetricsMaxAge = 2 * time.Second
 // due together, on their namespace's beat (see nextDue), so one list
 // serves them all each period. A namespace with a
 // single autoscaler is listed with its selector, as upstream does, so a
-// large namespace is not fetched for a few pods.
+// large namespace is not fetched for a few pods; several are listed with a
+// selector that covers theirs (clustercache.Cover) when they have one, so
+// only their pods are fetched.
 type podMetricsLister struct {
 	client resourceclient.PodMetricsesGetter
 	clock  clock.PassiveClock
 	// shared reports whether several autoscalers use the namespace; nil:
 	// never.
 	shared func(namespace string) bool
+	// cover returns a selector covering every autoscaler's of the
+	// namespace; nil, or false: list the whole namespace.
+	cover func(namespace string) (clustercache.Cover, bool)
 
 	group singleflight.Group
 	mu    sync.Mutex
@@ -50,10 +55,13 @@ type namespaceList struct {
 	// clustercache.PodIndexers does pods.
 	byLabel map[string][]int
 	at      time.Time
+	// cover is the selector the list was made with; nil: the whole
+	// namespace.
+	cover *clustercache.Cover
 }
 
-func newNamespaceList(items []metricsapi.PodMetrics, at time.Time) *namespaceList {
-	l := &namespaceList{items: items, byLabel: map[string][]int{}, at: at}
+func newNamespaceList(items []metricsapi.PodMetrics, at time.Time, cover *clustercache.Cover) *namespaceList {
+	l := &namespaceList{items: items, byLabel: map[string][]int{}, at: at, cover: cover}
 	for i := range items {
 		for k, v := range items[i].Labels {
 			key := clustercache.PairKey(k, v)
@@ -61,6 +69,11 @@ func newNamespaceList(items []metricsapi.PodMetrics, at time.Time) *namespaceLis
 		}
 	}
 	return l
+}
+
+// holds reports whether the list holds every PodMetrics sel matches.
+func (l *namespaceList) holds(sel labels.Selector) bool {
+	return l.cover == nil || l.cover.Covers(sel)
 }
 
 // selecting returns the items whose labels sel matches.
@@ -105,32 +118,51 @@ func (l *podMetricsLister) list(ctx context.Context, namespace string, selector 
 		}
 		return list.Items, nil
 	}
-	all, err := l.namespace(ctx, namespace)
+	all, err := l.namespace(ctx, namespace, selector)
 	if err != nil {
 		return nil, err
+	}
+	if !all.holds(selector) {
+		// An autoscaler the shared list's cover was made without (added
+		// or changed while it was made) is listed with its own selector.
+		list, err := l.client.PodMetricses(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+		if err != nil {
+			return nil, err
+		}
+		return list.Items, nil
 	}
 	return all.selecting(selector), nil
 }
 
-// namespace returns every PodMetrics of the namespace, from a list at
-// most podMetricsMaxAge old; concurrent callers share one request. The
-// items are shared: callers must not modify them.
-func (l *podMetricsLister) namespace(ctx context.Context, namespace string) (*namespaceList, error) {
-	if cached := l.fresh(namespace); cached != nil {
+// namespace returns the PodMetrics of the namespace that its autoscalers'
+// selectors may match, from a list at most podMetricsMaxAge old that holds
+// those selector matches; concurrent callers share one request, whose list
+// may not hold selector's (see namespaceList.holds). The items are
+// shared: callers must not modify them.
+func (l *podMetricsLister) namespace(ctx context.Context, namespace string, selector labels.Selector) (*namespaceList, error) {
+	if cached := l.fresh(namespace, selector); cached != nil {
 		return cached, nil
 	}
 	v, err, _ := l.group.Do(namespace, func() (any, error) {
 		// A caller that missed the cache just as another call stored its
 		// list starts a new call: it finds that list here.
-		if cached := l.fresh(namespace); cached != nil {
+		if cached := l.fresh(namespace, selector); cached != nil {
 			return cached, nil
 		}
 		at := l.clock.Now()
-		list, err := l.client.PodMetricses(namespace).List(ctx, metav1.ListOptions{})
+		var opts metav1.ListOptions
+		var cover *clustercache.Cover
+		if l.cover != nil {
+			if c, ok := l.cover(namespace); ok && c.Covers(selector) {
+				cover = &c
+				opts.LabelSelector = c.String()
+			}
+		}
+		list, err := l.client.PodMetricses(namespace).List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
-		fresh := newNamespaceList(list.Items, at)
+		fresh := newNamespaceList(list.Items, at, cover)
 		l.mu.Lock()
 		// Drop stale lists, so namespaces whose autoscalers are gone hold
 		// no memory.
@@ -150,11 +182,11 @@ func (l *podMetricsLister) namespace(ctx context.Context, namespace string) (*na
 }
 
 // fresh returns the namespace's list if it is younger than
-// podMetricsMaxAge, else nil.
-func (l *podMetricsLister) fresh(namespace string) *namespaceList {
+// podMetricsMaxAge and holds selector's matches, else nil.
+func (l *podMetricsLister) fresh(namespace string, selector labels.Selector) *namespaceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if cached, ok := l.lists[namespace]; ok && l.clock.Since(cached.at) < podMetricsMaxAge {
+	if cached, ok := l.lists[namespace]; ok && l.clock.Since(cached.at) < podMetricsMaxAge && cached.holds(selector) {
 		return cached
 	}
 	return nil

@@ -45,7 +45,7 @@ func BenchmarkNamespaceList(b *testing.B) {
 				if _, _, err := dec.Decode(data, nil, &out); err != nil {
 					b.Fatal(err)
 				}
-				if l := newNamespaceList(out.Items, now); len(l.items) != pods {
+				if l := newNamespaceList(out.Items, now, nil); len(l.items) != pods {
 					b.Fatalf("%d items, want %d", len(l.items), pods)
 				}
 			}

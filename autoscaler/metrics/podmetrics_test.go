@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	metricsapi "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsfake "k8s.io/metrics/pkg/client/clientset/versioned/fake"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 )
 
 const ns = "default"
@@ -20,9 +23,9 @@ const ns = "default"
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // fakePodMetrics serves PodMetrics of pods labelled app=a (2) and app=b
-// (1), honouring the label selector as metrics-server does, and records
-// the selector of every LIST.
-func fakePodMetrics() (*metricsfake.Clientset, func() []string) {
+// (1), and extra, honouring the label selector as metrics-server does, and
+// records the selector of every LIST.
+func fakePodMetrics(extra ...metricsapi.PodMetrics) (*metricsfake.Clientset, func() []string) {
 	var mu sync.Mutex
 	var lists []string
 	c := &metricsfake.Clientset{}
@@ -31,6 +34,7 @@ func fakePodMetrics() (*metricsfake.Clientset, func() []string) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "a-2", Namespace: ns, Labels: map[string]string{"app": "a"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "b-1", Namespace: ns, Labels: map[string]string{"app": "b"}}},
 	}
+	items = append(items, extra...)
 	c.AddReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		sel := a.(k8stesting.ListAction).GetListRestrictions().Labels
 		mu.Lock()
@@ -129,4 +133,80 @@ func TestPodMetricsListerConcurrent(t *testing.T) {
 	if n := len(lists()); n != 1 {
 		t.Errorf("%d LISTs for 8 concurrent reads, want 1", n)
 	}
+}
+
+// TestPodMetricsListerCover: a shared namespace is listed with the cover
+// of its autoscalers' selectors, so its other pods are not fetched; an
+// autoscaler the cover leaves out gets its pods from a list of the whole
+// namespace, which then serves the others too.
+func TestPodMetricsListerCover(t *testing.T) {
+	ctx := context.Background()
+	client, lists := fakePodMetrics(metricsapi.PodMetrics{ObjectMeta: metav1.ObjectMeta{Name: "c-1", Namespace: ns, Labels: map[string]string{"app": "c"}}})
+	clk := testingclock.NewFakePassiveClock(now)
+	l := newPodMetricsLister(client.MetricsV1beta1(), clk)
+	l.shared = func(string) bool { return true }
+	tracker := clustercache.NewSelectorTracker()
+	a, b, c := labels.SelectorFromSet(labels.Set{"app": "a"}), labels.SelectorFromSet(labels.Set{"app": "b"}), labels.SelectorFromSet(labels.Set{"app": "c"})
+	tracker.PutIfAbsent(ns, ns+"/a", a)
+	tracker.PutIfAbsent(ns, ns+"/b", b)
+	l.cover = tracker.Cover
+	for i, step := range []struct {
+		sel       labels.Selector
+		want      []string
+		wantLists []string // every LIST so far
+	}{
+		{a, []string{"a-1", "a-2"}, []string{"app in (a,b)"}},
+		{b, []string{"b-1"}, []string{"app in (a,b)"}},
+		{c, []string{"c-1"}, []string{"app in (a,b)", ""}}, // not covered
+		{a, []string{"a-1", "a-2"}, []string{"app in (a,b)", ""}},
+	} {
+		got, err := l.list(ctx, ns, step.sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := names(got); !slices.Equal(g, step.want) {
+			t.Errorf("read %d (%s): pods %v, want %v", i, step.sel, g, step.want)
+		}
+		if g := lists(); !slices.Equal(g, step.wantLists) {
+			t.Errorf("after read %d (%s): LISTs %q, want %q", i, step.sel, g, step.wantLists)
+		}
+	}
+	// Past the max age, with c registered, the cover takes c in.
+	tracker.PutIfAbsent(ns, ns+"/c", c)
+	clk.SetTime(now.Add(podMetricsMaxAge))
+	if got, err := l.list(ctx, ns, c); err != nil || !slices.Equal(names(got), []string{"c-1"}) {
+		t.Errorf("read of c: %v, %v", names(got), err)
+	}
+	if g := lists(); g[len(g)-1] != "app in (a,b,c)" {
+		t.Errorf("LISTs %q, want the last with app in (a,b,c)", g)
+	}
+}
+
+// TestPodMetricsListerCoverConcurrent: reads sharing one request get their
+// own pods even when that request's cover leaves their selector out.
+func TestPodMetricsListerCoverConcurrent(t *testing.T) {
+	client, _ := fakePodMetrics(metricsapi.PodMetrics{ObjectMeta: metav1.ObjectMeta{Name: "c-1", Namespace: ns, Labels: map[string]string{"app": "c"}}})
+	l := newPodMetricsLister(client.MetricsV1beta1(), testingclock.NewFakePassiveClock(now))
+	l.shared = func(string) bool { return true }
+	covered := labels.SelectorFromSet(labels.Set{"app": "a"})
+	l.cover = func(string) (clustercache.Cover, bool) {
+		return clustercache.CoverOf([]labels.Selector{covered})
+	}
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			sel, want := covered, []string{"a-1", "a-2"}
+			if i%2 == 1 {
+				sel, want = labels.SelectorFromSet(labels.Set{"app": "c"}), []string{"c-1"}
+			}
+			got, err := l.list(context.Background(), ns, sel)
+			if err != nil {
+				t.Error(err)
+			}
+			if !slices.Equal(names(got), want) {
+				t.Errorf("read of %s: %v, want %v", sel, names(got), want)
+			}
+		})
+	}
+	wg.Wait()
 }
