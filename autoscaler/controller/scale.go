@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -68,16 +69,28 @@ func (s *scaler) get(ctx context.Context, namespace, name string, mappings []*me
 	return nil, schema.GroupResource{}, firstErr
 }
 
-// update sets the scale's spec.replicas to replicas, once. A Conflict
-// means someone else (`kubectl scale`, another controller) wrote the
-// target after sc was read, so replicas was decided from a stale count:
-// it is not retried on a fresh read, which would overwrite their write
-// with that decision. The error goes back to the reconcile, which records
-// the failed rescale as upstream does and is requeued; the next reconcile
-// reads the new count and decides again.
+// update sets the scale's spec.replicas to replicas. A Conflict means
+// the target was written after sc was read. When its count or selector
+// changed (`kubectl scale`, another controller), replicas was decided from
+// a stale read: it is not written, which would overwrite their write with
+// that decision. The error goes back to the reconcile, which records the
+// failed rescale as upstream does and is requeued; the next reconcile
+// reads the new count and decides again. When neither changed (the
+// workload controller wrote its status, which the cache had not seen yet:
+// upstream reads /scale with a GET and rarely meets this), the decision
+// stands, and it is written once more on the fresh read.
 func (s *scaler) update(ctx context.Context, namespace string, gr schema.GroupResource, sc *autoscalingv1.Scale, replicas int32) error {
+	from, selector := sc.Spec.Replicas, sc.Status.Selector
 	sc.Spec.Replicas = replicas
-	written, err := s.scales.Scales(namespace).Update(ctx, gr, sc, metav1.UpdateOptions{FieldManager: source.FieldManager})
+	opts := metav1.UpdateOptions{FieldManager: source.FieldManager}
+	written, err := s.scales.Scales(namespace).Update(ctx, gr, sc, opts)
+	if apierrors.IsConflict(err) {
+		fresh, gerr := s.scales.Scales(namespace).Get(ctx, gr, sc.Name, metav1.GetOptions{})
+		if gerr == nil && fresh.Spec.Replicas == from && fresh.Status.Selector == selector {
+			fresh.Spec.Replicas = replicas
+			written, err = s.scales.Scales(namespace).Update(ctx, gr, fresh, opts)
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -49,10 +49,6 @@ func TestConflictOnScaleNeverWritesAStaleCount(t *testing.T) {
 		name: "kubectl scale to 10 is decided again from 10", kubectl: 10,
 		wantNext:       []write{{replicas: 5, resourceVersion: "2", accepted: true}},
 		wantNextEvents: []string{"Normal SuccessfulRescale New size: 5; reason: All metrics below target"},
-	}, {
-		name: "kubectl scale to the same count is decided again", kubectl: 3,
-		wantNext:       []write{{replicas: 5, resourceVersion: "2", accepted: true}},
-		wantNextEvents: []string{"Normal SuccessfulRescale New size: 5; reason: cpu resource utilization (percentage of request) above target"},
 	}}
 	for _, mode := range []source.Mode{source.ModeNative, source.ModeCRD} {
 		for _, tt := range tests {
@@ -118,6 +114,77 @@ func TestConflictOnScaleNeverWritesAStaleCount(t *testing.T) {
 					if !strings.HasPrefix(events[i], want) {
 						t.Errorf("event %d = %q, want %q", i, events[i], want)
 					}
+				}
+			})
+		}
+	}
+}
+
+// TestConflictOnScaleWithTheSameCount: the target was written between
+// Tidal's read of its scale and its write, but its count and selector are
+// the ones the decision came from (the workload controller wrote its
+// status, which the scale cache had not seen yet; or someone wrote the same
+// count). The decision stands: it is written once more on a fresh read,
+// and the rescale succeeds with no FailedRescale, as upstream's, which
+// reads /scale fresh, would. A second conflict, or a changed selector,
+// fails the reconcile as any other conflict does.
+func TestConflictOnScaleWithTheSameCount(t *testing.T) {
+	tests := []struct {
+		name string
+		// change is what the other writer does to the target.
+		change func(*autoscalingv1.Scale)
+		// conflicts is how many writes are refused.
+		conflicts  int
+		wantWrites int
+		wantErr    bool
+		wantEvent  string
+		wantCount  int32
+	}{
+		{name: "status only", change: func(*autoscalingv1.Scale) {}, conflicts: 1,
+			wantWrites: 2, wantEvent: "Normal SuccessfulRescale New size: 5", wantCount: 5},
+		{name: "the same count written", change: func(sc *autoscalingv1.Scale) { sc.Spec.Replicas = 3 }, conflicts: 1,
+			wantWrites: 2, wantEvent: "Normal SuccessfulRescale New size: 5", wantCount: 5},
+		{name: "refused twice", change: func(*autoscalingv1.Scale) {}, conflicts: 2,
+			wantWrites: 2, wantErr: true, wantEvent: "Warning FailedRescale New size: 5", wantCount: 3},
+		{name: "selector changed", change: func(sc *autoscalingv1.Scale) { sc.Status.Selector = "app=web,track=canary" }, conflicts: 1,
+			wantWrites: 1, wantErr: true, wantEvent: "Warning FailedRescale New size: 5", wantCount: 3},
+	}
+	for _, mode := range []source.Mode{source.ModeNative, source.ModeCRD} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/%s", mode, tt.name), func(t *testing.T) {
+				// 3 pods at 50% of their request, target 30%: 5 replicas.
+				sc := newScale(3, 3, "app=web")
+				sc.ResourceVersion = "1"
+				f := newFixture(t, mode, world{scale: sc, pods: pods(2000, 2000, 2000), podMetrics: milliByPod(600, 1000, 1400)},
+					newHPA("web", ptr.To[int32](1), 10, cpuUtilization(30)))
+				writes := 0
+				f.scales.PrependReactor("update", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					in := a.(k8stesting.UpdateAction).GetObject().(*autoscalingv1.Scale)
+					writes++
+					if writes <= tt.conflicts {
+						// Written by someone else just before Tidal's write.
+						tt.change(sc)
+						sc.ResourceVersion = fmt.Sprint(writes + 1)
+					}
+					if in.ResourceVersion != sc.ResourceVersion {
+						return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web",
+							fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+					}
+					sc.Spec.Replicas = in.Spec.Replicas
+					return true, sc.DeepCopy(), nil
+				})
+				err := f.reconcile("web")
+				if gotErr := err != nil; gotErr != tt.wantErr {
+					t.Errorf("reconcile error = %v, want an error: %v", err, tt.wantErr)
+				}
+				if writes != tt.wantWrites {
+					t.Errorf("%d writes, want %d", writes, tt.wantWrites)
+				}
+				if sc.Spec.Replicas != tt.wantCount {
+					t.Errorf("the target has %d replicas, want %d", sc.Spec.Replicas, tt.wantCount)
+				}
+				if events := f.events(); len(events) != 1 || !strings.HasPrefix(events[0], tt.wantEvent) {
+					t.Errorf("events = %q, want one %q", events, tt.wantEvent)
 				}
 			})
 		}
