@@ -88,10 +88,13 @@ func CoverOf(sels []labels.Selector) (Cover, bool) {
 			continue
 		}
 		for k, vals := range common {
-			if mine, ok := own[k]; ok {
-				common[k] = vals.Union(mine)
-			} else {
+			mine, ok := own[k]
+			if !ok {
 				delete(common, k)
+				continue
+			}
+			for v := range mine { // in place: a Union per selector would copy the set each time
+				vals.Insert(v)
 			}
 		}
 		if len(common) == 0 {
