@@ -123,11 +123,8 @@ func (l *podMetricsLister) list(ctx context.Context, namespace string, selector 
 		return nil, err
 	}
 	if !all.holds(selector) {
-		// An autoscaler the shared list's cover was made without (new,
-		// or its selector changed, since the list was made) is listed with
-		// its own selector until the next shared list takes it in: at
-		// start, every autoscaler's first reconcile is one, and a shared
-		// list for each would list the namespace as often.
+		// An autoscaler the shared list's cover was made without (added
+		// or changed while it was made) is listed with its own selector.
 		list, err := l.client.PodMetricses(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 		if err != nil {
 			return nil, err
@@ -138,18 +135,18 @@ func (l *podMetricsLister) list(ctx context.Context, namespace string, selector 
 }
 
 // namespace returns the PodMetrics of the namespace that its autoscalers'
-// selectors may match, from a list at most podMetricsMaxAge old;
-// concurrent callers share one request. The list may not hold selector's
-// matches (see namespaceList.holds). The items are shared: callers must
-// not modify them.
+// selectors may match, from a list at most podMetricsMaxAge old that holds
+// those selector matches; concurrent callers share one request, whose list
+// may not hold selector's (see namespaceList.holds). The items are
+// shared: callers must not modify them.
 func (l *podMetricsLister) namespace(ctx context.Context, namespace string, selector labels.Selector) (*namespaceList, error) {
-	if cached := l.fresh(namespace); cached != nil {
+	if cached := l.fresh(namespace, selector); cached != nil {
 		return cached, nil
 	}
 	v, err, _ := l.group.Do(namespace, func() (any, error) {
 		// A caller that missed the cache just as another call stored its
 		// list starts a new call: it finds that list here.
-		if cached := l.fresh(namespace); cached != nil {
+		if cached := l.fresh(namespace, selector); cached != nil {
 			return cached, nil
 		}
 		at := l.clock.Now()
@@ -185,11 +182,11 @@ func (l *podMetricsLister) namespace(ctx context.Context, namespace string, sele
 }
 
 // fresh returns the namespace's list if it is younger than
-// podMetricsMaxAge, else nil.
-func (l *podMetricsLister) fresh(namespace string) *namespaceList {
+// podMetricsMaxAge and holds selector's matches, else nil.
+func (l *podMetricsLister) fresh(namespace string, selector labels.Selector) *namespaceList {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if cached, ok := l.lists[namespace]; ok && l.clock.Since(cached.at) < podMetricsMaxAge {
+	if cached, ok := l.lists[namespace]; ok && l.clock.Since(cached.at) < podMetricsMaxAge && cached.holds(selector) {
 		return cached
 	}
 	return nil
