@@ -183,6 +183,9 @@ func newRunner(c clusterConfig) (*runner, error) {
 func (r *runner) newTerm() *term {
 	c := r.cluster
 	t := &term{options: r.options}
+	// A shard owns a part of each namespace's autoscalers: its shared
+	// PodMetrics lists select their pods only.
+	t.options.CoverLists = r.member.Load() != nil
 	// The autoscalers' informer resyncs every sync period (a backstop to
 	// the queue's own periodic requeue, as upstream); pods never resync,
 	// and are cached slim (clustercache.CacheTransform).

@@ -36,6 +36,12 @@ type Options struct {
 	// Source is the kind of object to reconcile (source.CRDSource or
 	// source.NativeSource).
 	Source source.Source
+	// CoverLists makes a namespace's shared PodMetrics list select only
+	// its autoscalers' pods (clustercache.Cover): for a sharded replica,
+	// which owns a part of each namespace's autoscalers. A replica owning
+	// them all lists whole namespaces, which new autoscalers need no new
+	// list for.
+	CoverLists bool
 	// Pods is the pod informer of the autoscalers' namespaces.
 	Pods coreinformers.PodInformer
 	// Scales reads and writes /scale subresources; Mapper maps a target's
@@ -158,7 +164,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 	}
 	if m, ok := o.Metrics.(interface {
 		CoverNamespaceLists(func(string) (clustercache.Cover, bool))
-	}); ok {
+	}); ok && o.CoverLists {
 		m.CoverNamespaceLists(c.r.selectors.Cover)
 	}
 	_, err := o.Source.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{

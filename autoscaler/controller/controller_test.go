@@ -271,7 +271,7 @@ func TestNewCoversNamespaceLists(t *testing.T) {
 	ctrl, err := New(context.Background(), Options{
 		Source: source.NativeSource(factory, kube.AutoscalingV2()), Pods: factory.Core().V1().Pods(),
 		Scales: &scalefake.FakeScaleClient{}, Mapper: meta.NewDefaultRESTMapper(nil), Metrics: rec,
-		Recorder: record.NewFakeRecorder(1), Decision: decision.DefaultConfig(), SyncPeriod: time.Hour,
+		Recorder: record.NewFakeRecorder(1), Decision: decision.DefaultConfig(), SyncPeriod: time.Hour, CoverLists: true,
 	})
 	must(t, err)
 	if rec.cover == nil {
