@@ -112,11 +112,7 @@ func newPodMetricsLister(client resourceclient.PodMetricsesGetter, clk clock.Pas
 // list returns the PodMetrics of namespace whose labels selector matches.
 func (l *podMetricsLister) list(ctx context.Context, namespace string, selector labels.Selector) ([]metricsapi.PodMetrics, error) {
 	if l.shared == nil || !l.shared(namespace) {
-		list, err := l.client.PodMetricses(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
-		if err != nil {
-			return nil, err
-		}
-		return list.Items, nil
+		return l.listSelected(ctx, namespace, selector)
 	}
 	all, err := l.namespace(ctx, namespace, selector)
 	if err != nil {
@@ -125,13 +121,19 @@ func (l *podMetricsLister) list(ctx context.Context, namespace string, selector 
 	if !all.holds(selector) {
 		// An autoscaler the shared list's cover was made without (added
 		// or changed while it was made) is listed with its own selector.
-		list, err := l.client.PodMetricses(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
-		if err != nil {
-			return nil, err
-		}
-		return list.Items, nil
+		return l.listSelected(ctx, namespace, selector)
 	}
 	return all.selecting(selector), nil
+}
+
+// listSelected lists the namespace's PodMetrics with selector, as
+// upstream does for every autoscaler.
+func (l *podMetricsLister) listSelected(ctx context.Context, namespace string, selector labels.Selector) ([]metricsapi.PodMetrics, error) {
+	list, err := l.client.PodMetricses(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
 }
 
 // namespace returns the PodMetrics of the namespace that its autoscalers'
