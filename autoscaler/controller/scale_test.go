@@ -18,6 +18,24 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
+// conflictFixture is an autoscaler whose reconcile scales its target
+// from 3 to 5 replicas (3 pods at 50% of their request, target 30%), and
+// that target's scale, at resourceVersion 1.
+func conflictFixture(t *testing.T, mode source.Mode) (*fixture, *autoscalingv1.Scale) {
+	sc := newScale(3, 3, "app=web")
+	sc.ResourceVersion = "1"
+	f := newFixture(t, mode, world{scale: sc, pods: pods(2000, 2000, 2000), podMetrics: milliByPod(600, 1000, 1400)},
+		newHPA("web", ptr.To[int32](1), 10, cpuUtilization(30)))
+	return f, sc
+}
+
+// errScaleConflict is the API server's answer to a write of the target's
+// scale at an old resourceVersion.
+func errScaleConflict() error {
+	return apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web",
+		fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+}
+
 // TestConflictOnScaleNeverWritesAStaleCount: someone (`kubectl scale`)
 // writes the target's replicas between Tidal's read of /scale and its
 // write, so the write answers 409 Conflict. Tidal must not write the count
@@ -53,11 +71,7 @@ func TestConflictOnScaleNeverWritesAStaleCount(t *testing.T) {
 	for _, mode := range []source.Mode{source.ModeNative, source.ModeCRD} {
 		for _, tt := range tests {
 			t.Run(fmt.Sprintf("%s/%s", mode, tt.name), func(t *testing.T) {
-				// 3 pods at 50% of their request, target 30%: 5 replicas.
-				sc := newScale(3, 3, "app=web")
-				sc.ResourceVersion = "1"
-				f := newFixture(t, mode, world{scale: sc, pods: pods(2000, 2000, 2000), podMetrics: milliByPod(600, 1000, 1400)},
-					newHPA("web", ptr.To[int32](1), 10, cpuUtilization(30)))
+				f, sc := conflictFixture(t, mode)
 				var writes []write
 				f.scales.PrependReactor("update", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
 					in := a.(k8stesting.UpdateAction).GetObject().(*autoscalingv1.Scale)
@@ -68,8 +82,7 @@ func TestConflictOnScaleNeverWritesAStaleCount(t *testing.T) {
 					w := write{replicas: in.Spec.Replicas, resourceVersion: in.ResourceVersion}
 					if in.ResourceVersion != sc.ResourceVersion {
 						writes = append(writes, w)
-						return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web",
-							fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+						return true, nil, errScaleConflict()
 					}
 					w.accepted = true
 					writes = append(writes, w)
@@ -152,11 +165,7 @@ func TestConflictOnScaleWithTheSameCount(t *testing.T) {
 	for _, mode := range []source.Mode{source.ModeNative, source.ModeCRD} {
 		for _, tt := range tests {
 			t.Run(fmt.Sprintf("%s/%s", mode, tt.name), func(t *testing.T) {
-				// 3 pods at 50% of their request, target 30%: 5 replicas.
-				sc := newScale(3, 3, "app=web")
-				sc.ResourceVersion = "1"
-				f := newFixture(t, mode, world{scale: sc, pods: pods(2000, 2000, 2000), podMetrics: milliByPod(600, 1000, 1400)},
-					newHPA("web", ptr.To[int32](1), 10, cpuUtilization(30)))
+				f, sc := conflictFixture(t, mode)
 				writes := 0
 				f.scales.PrependReactor("update", "deployments", func(a k8stesting.Action) (bool, runtime.Object, error) {
 					in := a.(k8stesting.UpdateAction).GetObject().(*autoscalingv1.Scale)
@@ -167,8 +176,7 @@ func TestConflictOnScaleWithTheSameCount(t *testing.T) {
 						sc.ResourceVersion = fmt.Sprint(writes + 1)
 					}
 					if in.ResourceVersion != sc.ResourceVersion {
-						return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web",
-							fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+						return true, nil, errScaleConflict()
 					}
 					sc.Spec.Replicas = in.Spec.Replicas
 					return true, sc.DeepCopy(), nil
