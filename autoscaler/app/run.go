@@ -294,8 +294,14 @@ func (c *Config) lead(ctx context.Context) error {
 
 // readyCheck is /readyz: a leader is ready once its caches have synced. A
 // replica waiting for the lease is ready too: it is a healthy standby, and
-// reporting it unready would stall rolling updates of the Deployment.
+// reporting it unready would stall rolling updates of the Deployment. A
+// sharded replica has no standby state: it is ready once it has joined the
+// group and its controller's caches have synced, so that a rolling update
+// waits for the new replica to take its share.
 func (c *Config) readyCheck(*http.Request) error {
+	if c.Sharding && !c.leading.Load() {
+		return errors.New("sharded, but not yet running the controller on a share (joining the shard group)")
+	}
 	if c.leading.Load() && !c.Reconciler.HasSynced() {
 		return errors.New("leading, but the controller's caches have not synced yet")
 	}

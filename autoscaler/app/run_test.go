@@ -457,3 +457,33 @@ func TestProfilingFlag(t *testing.T) {
 		})
 	}
 }
+
+// TestReadyCheck: /readyz by mode. A sharded replica that has not yet
+// joined its group is not ready (the e2e harness and a rolling update wait
+// on it), where a leader-election standby is.
+func TestReadyCheck(t *testing.T) {
+	tests := []struct {
+		name                      string
+		sharding, leading, synced bool
+		wantReady                 bool
+	}{
+		{name: "standby waiting for the lease", wantReady: true},
+		{name: "leader before its caches synced", leading: true},
+		{name: "leader with synced caches", leading: true, synced: true, wantReady: true},
+		{name: "sharded replica joining its group", sharding: true},
+		{name: "sharded replica joining its group, caches synced", sharding: true, synced: true},
+		{name: "sharded replica running, caches not synced", sharding: true, leading: true},
+		{name: "sharded replica running with synced caches", sharding: true, leading: true, synced: true, wantReady: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &fakeReconciler{}
+			rec.synced.Store(tt.synced)
+			cfg := &Config{Reconciler: rec, Sharding: tt.sharding}
+			cfg.leading.Store(tt.leading)
+			if err := cfg.readyCheck(nil); (err == nil) != tt.wantReady {
+				t.Errorf("readyCheck() = %v, want ready %v", err, tt.wantReady)
+			}
+		})
+	}
+}
