@@ -22,10 +22,16 @@ const MaxCoverLength = 8 << 10
 type Cover struct {
 	Key    string
 	Values sets.Set[string]
+	// selector is String's result, kept by CoverOf, which computes it to
+	// check the length: the lister sends it again.
+	selector string
 }
 
 // String is the cover as a label selector.
 func (c Cover) String() string {
+	if c.selector != "" {
+		return c.selector
+	}
 	vals := sets.List(c.Values)
 	req, err := labels.NewRequirement(c.Key, selection.In, vals)
 	if err != nil { // keys and values come from parsed selectors
@@ -112,7 +118,10 @@ func CoverOf(sels []labels.Selector) (Cover, bool) {
 			best = Cover{Key: k, Values: common[k]}
 		}
 	}
-	if best.Values == nil || len(best.String()) > MaxCoverLength {
+	if best.Values == nil {
+		return Cover{}, false
+	}
+	if best.selector = best.String(); len(best.selector) > MaxCoverLength {
 		return Cover{}, false
 	}
 	return best, true

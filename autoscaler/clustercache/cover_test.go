@@ -63,6 +63,9 @@ func TestCoverOf(t *testing.T) {
 			if !ok {
 				return
 			}
+			if fresh := (Cover{Key: c.Key, Values: c.Values}).String(); got != fresh {
+				t.Errorf("CoverOf's kept selector %q, want %q, as String computes it", got, fresh)
+			}
 			// What the cover promises: each selector's matches are the cover's.
 			for _, sel := range sels {
 				if !c.Covers(sel) {

@@ -31,7 +31,8 @@ const podMetricsMaxAge = 2 * time.Second
 // due together, on their namespace's beat (see nextDue), so one list
 // serves them all each period. A namespace with a
 // single autoscaler is listed with its selector, as upstream does, so a
-// large namespace is not fetched for a few pods; several are listed with a
+// large namespace is not fetched for a few pods. With cover set (sharded
+// replicas only, controller.Options.CoverLists) several are listed with a
 // selector that covers theirs (clustercache.Cover) when they have one, so
 // only their pods are fetched.
 type podMetricsLister struct {
