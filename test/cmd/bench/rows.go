@@ -388,6 +388,14 @@ func shardedRow(sz sizes) row {
 			}
 			notes = append(notes, fmt.Sprintf("objects reconciled per period by each replica (start order; the split follows the replicas' random identities, so it differs from round to round): %s",
 				strings.Join(split, ", ")))
+			// CPU per replica alone flatters the replicas when the machine
+			// carries neither side: they may simply reconcile less.
+			single := m(at(tidal, "reconciles-per-period"))
+			notes = append(notes, fmt.Sprintf("CPU per object reconciled: the %d replicas %s ms, one replica %s ms (%s x); the whole machine's %s ms and %s ms (objects per period %s and %s)",
+				sz.shards, figure(1000*ratio(m(at(sharded, "cpu-per-period")), total)), figure(1000*ratio(one, single)),
+				figure(ratio(ratio(m(at(sharded, "cpu-per-period")), total), ratio(one, single))),
+				figure(1000*ratio(m(at(sharded, "machine-cpu-per-period")), total)), figure(1000*ratio(m(at(tidal, "machine-cpu-per-period")), single)),
+				figure(total), figure(single)))
 			// kcm at the same size: this job's own phase when it has one
 			// (the smoke run's), else the fleet-10k row's when it ran.
 			k := at(kcm, "cpu-per-period")

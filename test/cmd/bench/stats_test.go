@@ -2,9 +2,12 @@ package main
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidal-autoscaler/tidal/test/bench/samples"
 )
 
 func TestMedian(t *testing.T) {
@@ -160,5 +163,24 @@ func TestCeilingNote(t *testing.T) {
 				t.Fatalf("ceilingNote(%v, %v, %d) = %q, want a note: %v", c.tidal, c.kcm, c.objects, got, c.wantCeiling)
 			}
 		})
+	}
+}
+
+// TestShardedPerObjectNote: the sharded row divides each side's CPU by the
+// objects it reconciled, since CPU per replica alone reads well when the
+// replicas simply reconcile less (the 10k run of 2026-11-27's figures).
+func TestShardedPerObjectNote(t *testing.T) {
+	sz := sizes{shards: 3, fleet10k: 10000, fleetPods: 5}
+	r := shardedRow(sz)
+	s := func(side, metric string, v float64) samples.Sample {
+		return samples.Sample{Row: "fleet", Side: side, Round: 1, Metric: metric, Value: v}
+	}
+	d := data{samples: map[string][]samples.Sample{r.id: {
+		s(sharded, "cpu-per-period", 5.08), s(sharded, "reconciles-per-period", 1667), s(sharded, "machine-cpu-per-period", 30.2),
+		s(tidal, "cpu-per-period", 4.74), s(tidal, "reconciles-per-period", 3070), s(tidal, "machine-cpu-per-period", 29.4),
+	}}}
+	want := "CPU per object reconciled: the 3 replicas 3.05 ms, one replica 1.54 ms (1.97 x); the whole machine's 18.1 ms and 9.58 ms (objects per period 1667 and 3070)"
+	if notes := r.notes(d); !slices.Contains(notes, want) {
+		t.Errorf("notes = %q, want one %q", notes, want)
 	}
 }
