@@ -391,9 +391,9 @@ func shardedRow(sz sizes) row {
 			// CPU per replica alone flatters the replicas when the machine
 			// carries neither side: they may simply reconcile less.
 			single := m(at(tidal, "reconciles-per-period"))
+			perObject, perObjectOne := ratio(m(at(sharded, "cpu-per-period")), total), ratio(one, single)
 			notes = append(notes, fmt.Sprintf("CPU per object reconciled: the %d replicas %s ms, one replica %s ms (%s x); the whole machine's %s ms and %s ms (objects per period %s and %s)",
-				sz.shards, figure(1000*ratio(m(at(sharded, "cpu-per-period")), total)), figure(1000*ratio(one, single)),
-				figure(ratio(ratio(m(at(sharded, "cpu-per-period")), total), ratio(one, single))),
+				sz.shards, figure(1000*perObject), figure(1000*perObjectOne), figure(ratio(perObject, perObjectOne)),
 				figure(1000*ratio(m(at(sharded, "machine-cpu-per-period")), total)), figure(1000*ratio(m(at(tidal, "machine-cpu-per-period")), single)),
 				figure(total), figure(single)))
 			// kcm at the same size: this job's own phase when it has one
