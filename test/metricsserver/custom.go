@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/metrics/pkg/apis/custom_metrics"
 	"k8s.io/metrics/pkg/apis/external_metrics"
 	"sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
@@ -28,41 +27,31 @@ var podsResource = schema.GroupResource{Resource: "pods"}
 // metricsProvider serves custom and external metrics from the store.
 type metricsProvider struct {
 	store *store
-	pods  corelisters.PodLister
+	pods  ranker
 	now   func() time.Time
 }
 
 var _ provider.MetricsProvider = (*metricsProvider)(nil)
 
-// rankedPods returns the pods of namespace matching selector, each with its
-// rank among its peers (see Rank).
+// rankedPods returns the pods of namespace matching selector, ordered by
+// their rank among their peers (see Rank), and each one's rank.
 func (p *metricsProvider) rankedPods(namespace string, selector labels.Selector) ([]*corev1.Pod, map[types.UID]int, error) {
-	all, err := p.pods.Pods(namespace).List(labels.Everything())
+	pods, ranks, err := p.pods.selected(namespace, selector)
 	if err != nil {
 		return nil, nil, err
 	}
-	ranks := Rank(all)
-	var out []*corev1.Pod
-	for _, pod := range all {
-		if selector.Matches(labels.Set(pod.Labels)) {
-			out = append(out, pod)
-		}
-	}
-	slices.SortFunc(out, func(a, b *corev1.Pod) int { return ranks[a.UID] - ranks[b.UID] })
-	return out, ranks, nil
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return ranks[a.UID] - ranks[b.UID] })
+	return pods, ranks, nil
 }
 
 func (p *metricsProvider) GetMetricByName(_ context.Context, name types.NamespacedName, info provider.CustomMetricInfo, metricSelector labels.Selector) (*custom_metrics.MetricValue, error) {
 	if info.GroupResource == podsResource {
-		pods, ranks, err := p.rankedPods(name.Namespace, labels.Everything())
+		pod, rank, err := p.pods.named(name.Namespace, name.Name)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		for _, pod := range pods {
-			if pod.Name != name.Name {
-				continue
-			}
-			if q := p.store.podMetric(info.Metric, pod, ranks[pod.UID]); q != nil {
+		if pod != nil {
+			if q := p.store.podMetric(info.Metric, pod, rank); q != nil {
 				return p.podValue(pod, info.Metric, metricSelector, *q), nil
 			}
 		}

@@ -18,7 +18,6 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"k8s.io/metrics/pkg/apis/metrics"
@@ -43,7 +42,7 @@ func init() {
 }
 
 // installResourceMetrics serves metrics.k8s.io/v1beta1 pods on server.
-func installResourceMetrics(server *genericapiserver.GenericAPIServer, store *store, pods corelisters.PodLister, window time.Duration, now func() time.Time) error {
+func installResourceMetrics(server *genericapiserver.GenericAPIServer, store *store, pods ranker, window time.Duration, now func() time.Time) error {
 	info := genericapiserver.NewDefaultAPIGroupInfo(metrics.GroupName, resourceScheme, metav1.ParameterCodec, resourceCodecs)
 	info.PrioritizedVersions = []schema.GroupVersion{metricsv1beta1.SchemeGroupVersion}
 	info.VersionedResourcesStorageMap[metricsv1beta1.SchemeGroupVersion.Version] = map[string]rest.Storage{
@@ -55,7 +54,7 @@ func installResourceMetrics(server *genericapiserver.GenericAPIServer, store *st
 // podMetricsStorage is the read-only REST storage of PodMetrics.
 type podMetricsStorage struct {
 	store  *store
-	pods   corelisters.PodLister
+	pods   ranker
 	window time.Duration
 	now    func() time.Time
 }
@@ -87,16 +86,12 @@ func (s *podMetricsStorage) List(ctx context.Context, opts *metainternalversion.
 	if opts != nil && opts.LabelSelector != nil {
 		selector = opts.LabelSelector
 	}
-	all, err := s.pods.Pods(genericapirequest.NamespaceValue(ctx)).List(labels.Everything())
+	pods, ranks, err := s.pods.selected(genericapirequest.NamespaceValue(ctx), selector)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	ranks := Rank(all)
 	list := &metrics.PodMetricsList{}
-	for _, pod := range all {
-		if !selector.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
+	for _, pod := range pods {
 		if m, ok := s.podMetrics(pod, ranks[pod.UID]); ok {
 			list.Items = append(list.Items, m)
 		}
@@ -105,17 +100,13 @@ func (s *podMetricsStorage) List(ctx context.Context, opts *metainternalversion.
 }
 
 func (s *podMetricsStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	ns := genericapirequest.NamespaceValue(ctx)
-	all, err := s.pods.Pods(ns).List(labels.Everything())
+	pod, rank, err := s.pods.named(genericapirequest.NamespaceValue(ctx), name)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	ranks := Rank(all)
-	for _, pod := range all {
-		if pod.Name == name {
-			if m, ok := s.podMetrics(pod, ranks[pod.UID]); ok {
-				return &m, nil
-			}
+	if pod != nil {
+		if m, ok := s.podMetrics(pod, rank); ok {
+			return &m, nil
 		}
 	}
 	return nil, apierrors.NewNotFound(podMetricsResource, name)

@@ -111,14 +111,18 @@ func Start(ctx context.Context, h *harness.Harness, opts Options) (*Server, erro
 
 	s := &Server{store: newStore(), Port: port, done: make(chan error, 1)}
 	podInformer := factory.Core().V1().Pods()
-	podLister := podInformer.Lister()
-	provider := &metricsProvider{store: s.store, pods: podLister, now: time.Now}
+	if err := podInformer.Informer().AddIndexers(rankGroupIndexers); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("indexing pods by rank group: %w", err)
+	}
+	pods := ranker{pods: podInformer.Lister(), indexer: podInformer.Informer().GetIndexer()}
+	provider := &metricsProvider{store: s.store, pods: pods, now: time.Now}
 	server, err := config.Complete(factory).New("tidal-test-metrics-server", provider, provider)
 	if err != nil {
 		_ = ln.Close()
 		return nil, fmt.Errorf("building the test metrics server: %w", err)
 	}
-	if err := installResourceMetrics(server.GenericAPIServer, s.store, podLister, opts.ResourceWindow, time.Now); err != nil {
+	if err := installResourceMetrics(server.GenericAPIServer, s.store, pods, opts.ResourceWindow, time.Now); err != nil {
 		_ = ln.Close()
 		return nil, fmt.Errorf("installing metrics.k8s.io: %w", err)
 	}

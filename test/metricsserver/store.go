@@ -1,15 +1,12 @@
 package metricsserver
 
 import (
-	"cmp"
 	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Q parses a quantity for the Set methods; it panics on a bad literal, as
@@ -175,40 +172,4 @@ func (s *store) externalSeries(k externalKey) ([]ExternalSeries, bool) {
 
 func (v PodValues) matches(pod *corev1.Pod) bool {
 	return pod.Namespace == v.Namespace && v.Selector.Matches(labels.Set(pod.Labels))
-}
-
-// Rank orders pods the way the server assigns per-pod values: pods are
-// grouped by their controller (the ReplicaSet of a Deployment; pods
-// without one are grouped by their labels), and ranked within the group by creation
-// time, then name. Pods being deleted come after all others. Twin
-// Deployments therefore rank their pods alike: the oldest pod of each is
-// rank 0. Rank returns, for each pod's UID, its rank.
-func Rank(pods []*corev1.Pod) map[types.UID]int {
-	groups := map[string][]*corev1.Pod{}
-	for _, p := range pods {
-		group := "labels:" + labels.Set(p.Labels).String()
-		if ref := metav1.GetControllerOf(p); ref != nil {
-			group = "owner:" + string(ref.UID)
-		}
-		groups[group] = append(groups[group], p)
-	}
-	ranks := make(map[types.UID]int, len(pods))
-	for _, group := range groups {
-		slices.SortFunc(group, func(a, b *corev1.Pod) int {
-			if ad, bd := a.DeletionTimestamp != nil, b.DeletionTimestamp != nil; ad != bd {
-				if ad {
-					return 1
-				}
-				return -1
-			}
-			if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.Name, b.Name)
-		})
-		for i, p := range group {
-			ranks[p.UID] = i
-		}
-	}
-	return ranks
 }
