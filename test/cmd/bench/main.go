@@ -151,12 +151,13 @@ func runBench(ctx context.Context, root string, o options) (benchRun, error) {
 	if err != nil {
 		return benchRun{}, err
 	}
+	commit := describeCommit(ctx, root)
 	d := runJobs(ctx, root, tools, dir, p, selected, o.log)
 	var results []result
 	for _, r := range selected {
 		results = append(results, r.eval(d))
 	}
-	machine := describeMachine(ctx, root)
+	machine := describeMachine(ctx, root, commit)
 	head := header(started, o, machine)
 	run := benchRun{dir: dir, results: results, text: renderText(head, results)}
 	files := map[string]string{

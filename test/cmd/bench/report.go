@@ -75,16 +75,24 @@ type machine struct {
 	text, summary, commit string
 }
 
-// describeMachine reads the CPU model, cores, memory, kernel, Go version
-// and commit, for machine.txt and the table's header.
-func describeMachine(ctx context.Context, root string) machine {
-	cpu := field("/proc/cpuinfo", "model name")
-	mem := field("/proc/meminfo", "MemTotal")
-	kernel := command(ctx, root, "uname", "-srm")
+// describeCommit names the commit measured: read before the rows run,
+// since the tree may change during a run of hours (the binaries are built
+// at each row's start).
+func describeCommit(ctx context.Context, root string) string {
 	commit := command(ctx, root, "git", "rev-parse", "--short", "HEAD")
 	if command(ctx, root, "git", "status", "--porcelain", "--untracked-files=no") != "" {
 		commit += " (with uncommitted changes)"
 	}
+	return commit
+}
+
+// describeMachine reads the CPU model, cores, memory, kernel and Go
+// version, for machine.txt and the table's header, with commit (see
+// describeCommit).
+func describeMachine(ctx context.Context, root, commit string) machine {
+	cpu := field("/proc/cpuinfo", "model name")
+	mem := field("/proc/meminfo", "MemTotal")
+	kernel := command(ctx, root, "uname", "-srm")
 	load, _ := os.ReadFile("/proc/loadavg")
 	m := machine{commit: commit}
 	m.summary = fmt.Sprintf("%d cores (%s), %s memory, %s, %s", runtime.NumCPU(), cpu, mem, kernel, runtime.Version())
