@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -67,17 +68,58 @@ func rankInto(ranks map[types.UID]int, group []*corev1.Pod) {
 // test server, not the autoscaler under test, the cost of a selective list.
 const rankGroupIndex = "rankGroup"
 
-// rankGroupIndexers is the pod informer's index of rank groups.
-var rankGroupIndexers = cache.Indexers{rankGroupIndex: func(obj any) ([]string, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, fmt.Errorf("rank group index: %T is not a pod", obj)
-	}
-	return []string{p.Namespace + "/" + rankGroup(p)}, nil
-}}
+// labelIndex indexes pods by namespace and each of their labels, so that a
+// list whose selector requires a label value (app=web, app in (web,api):
+// every list the autoscalers under test make) reads only the pods carrying
+// it. A lister's scan of the namespace (matching the selector against 5,000
+// pods per list in the 10k benchmark) was most of this server's CPU there.
+const labelIndex = "label"
 
-// ranker selects pods from the informer's cache and ranks them among their
-// group, as Rank over the whole namespace would.
+// rankGroupIndexers are the pod informer's indexes: rank groups and labels.
+var rankGroupIndexers = cache.Indexers{
+	rankGroupIndex: func(obj any) ([]string, error) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return nil, fmt.Errorf("rank group index: %T is not a pod", obj)
+		}
+		return []string{p.Namespace + "/" + rankGroup(p)}, nil
+	},
+	labelIndex: func(obj any) ([]string, error) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return nil, fmt.Errorf("label index: %T is not a pod", obj)
+		}
+		keys := make([]string, 0, len(p.Labels))
+		for k, v := range p.Labels {
+			keys = append(keys, labelIndexKey(p.Namespace, k, v))
+		}
+		return keys, nil
+	},
+}
+
+func labelIndexKey(namespace, key, value string) string {
+	return namespace + "/" + key + "=" + value
+}
+
+// indexedRequirement returns the key and values of the first requirement of
+// selector that a pod must meet by carrying one of the values (=, ==, in);
+// false when there is none (only !=, notin, exists, !exists, or nothing).
+func indexedRequirement(selector labels.Selector) (string, []string, bool) {
+	reqs, selectable := selector.Requirements()
+	if !selectable {
+		return "", nil, false
+	}
+	for _, r := range reqs {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			return r.Key(), r.Values().List(), true
+		}
+	}
+	return "", nil, false
+}
+
+// ranker selects pods from the informer's cache (with rankGroupIndexers)
+// and ranks them among their group, as Rank over the whole namespace would.
 type ranker struct {
 	pods    corelisters.PodLister
 	indexer cache.Indexer // holds rankGroupIndexers
@@ -86,12 +128,34 @@ type ranker struct {
 // selected returns the pods of namespace that match selector, in no
 // particular order, and the rank of each (see Rank).
 func (r ranker) selected(namespace string, selector labels.Selector) ([]*corev1.Pod, map[types.UID]int, error) {
-	pods, err := r.pods.Pods(namespace).List(selector)
+	pods, err := r.list(namespace, selector)
 	if err != nil {
 		return nil, nil, err
 	}
 	ranks, err := r.ranks(pods)
 	return pods, ranks, err
+}
+
+// list returns the pods of namespace (every namespace: "") that match selector, reading only the
+// pods that carry a required label value when the selector has one.
+func (r ranker) list(namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
+	key, values, ok := indexedRequirement(selector)
+	if !ok || namespace == metav1.NamespaceAll { // the index is per namespace
+		return r.pods.Pods(namespace).List(selector)
+	}
+	var out []*corev1.Pod
+	for _, v := range values { // distinct: a pod carries one value per key
+		objs, err := r.indexer.ByIndex(labelIndex, labelIndexKey(namespace, key, v))
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if p := o.(*corev1.Pod); selector.Matches(labels.Set(p.Labels)) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
 }
 
 // named returns the named pod of namespace and its rank; nil when there is

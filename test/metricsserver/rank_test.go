@@ -1,7 +1,7 @@
 package metricsserver
 
 import (
-	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -70,27 +70,30 @@ func TestRankerMatchesRank(t *testing.T) {
 		{"the whole namespace", "a", labels.Everything(), []string{"api-1", "api-2", "bare-1", "bare-2", "web-1", "web-2", "web-3", "web-old"}, 8},
 		{"the other namespace", "b", labels.Everything(), []string{"bare-1", "web-1"}, 2},
 		{"nothing selected", "a", labels.SelectorFromSet(map[string]string{"app": "none"}), nil, 0},
+		{"app in a set", "a", mustParse(t, "app in (api,bare)"), []string{"api-1", "api-2", "bare-1", "bare-2"}, 4},
+		{"an indexed value and a not-equals", "a", mustParse(t, "app=web,tier!=x"), []string{"web-1", "web-2", "web-3", "web-old"}, 4},
+		{"not in: a scan of the namespace", "a", mustParse(t, "app notin (web)"), []string{"api-1", "api-2", "bare-1", "bare-2"}, 4},
+		{"every namespace", "", labels.SelectorFromSet(bare), []string{"bare-1", "bare-2", "bare-1"}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ranks, err := r.selected(tc.namespace, tc.selector)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var all []*corev1.Pod
+			byNamespace := map[string][]*corev1.Pod{}
 			for _, p := range pods {
-				if p.Namespace == tc.namespace {
-					all = append(all, p)
-				}
+				byNamespace[p.Namespace] = append(byNamespace[p.Namespace], p)
 			}
-			want := Rank(all)
-			names := map[string]bool{}
+			var names []string
 			for _, p := range got {
-				names[p.Name] = true
-				if ranks[p.UID] != want[p.UID] {
-					t.Errorf("%s: rank %d, Rank over the namespace gives %d", p.Name, ranks[p.UID], want[p.UID])
+				names = append(names, p.Name)
+				if want := Rank(byNamespace[p.Namespace])[p.UID]; ranks[p.UID] != want {
+					t.Errorf("%s/%s: rank %d, Rank over the namespace gives %d", p.Namespace, p.Name, ranks[p.UID], want)
 				}
 			}
-			if fmt.Sprint(len(names), names) != fmt.Sprint(len(tc.want), setOf(tc.want)) {
+			slices.Sort(names)
+			slices.Sort(tc.want)
+			if !slices.Equal(names, tc.want) {
 				t.Errorf("selected %v, want %v", names, tc.want)
 			}
 			if len(ranks) != tc.ranked {
@@ -114,10 +117,39 @@ func TestRankerMatchesRank(t *testing.T) {
 	})
 }
 
-func setOf(names []string) map[string]bool {
-	out := map[string]bool{}
-	for _, n := range names {
-		out[n] = true
+func mustParse(t *testing.T, s string) labels.Selector {
+	t.Helper()
+	sel, err := labels.Parse(s)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return sel
+}
+
+// TestIndexedRequirement checks which selectors read the label index: those
+// with a requirement a pod meets only by carrying one of its values.
+func TestIndexedRequirement(t *testing.T) {
+	for _, tc := range []struct {
+		selector string
+		key      string
+		values   []string
+		indexed  bool
+	}{
+		{"app=web", "app", []string{"web"}, true},
+		{"app==web", "app", []string{"web"}, true},
+		{"app in (web,api)", "app", []string{"api", "web"}, true},
+		{"tier!=x,app=web", "app", []string{"web"}, true},
+		{"app!=web", "", nil, false},
+		{"app notin (web)", "", nil, false},
+		{"app", "", nil, false},
+		{"!app", "", nil, false},
+		{"", "", nil, false},
+	} {
+		t.Run(tc.selector, func(t *testing.T) {
+			key, values, ok := indexedRequirement(mustParse(t, tc.selector))
+			if key != tc.key || !slices.Equal(values, tc.values) || ok != tc.indexed {
+				t.Errorf("got %q %v %v, want %q %v %v", key, values, ok, tc.key, tc.values, tc.indexed)
+			}
+		})
+	}
 }
