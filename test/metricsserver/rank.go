@@ -75,8 +75,8 @@ const rankGroupIndex = "rankGroup"
 // pods per list in the 10k benchmark) was most of this server's CPU there.
 const labelIndex = "label"
 
-// rankGroupIndexers are the pod informer's indexes: rank groups and labels.
-var rankGroupIndexers = cache.Indexers{
+// podIndexers are the pod informer's indexes: rank groups and labels.
+var podIndexers = cache.Indexers{
 	rankGroupIndex: func(obj any) ([]string, error) {
 		p, ok := obj.(*corev1.Pod)
 		if !ok {
@@ -118,11 +118,11 @@ func indexedRequirement(selector labels.Selector) (string, []string, bool) {
 	return "", nil, false
 }
 
-// ranker selects pods from the informer's cache (with rankGroupIndexers)
+// ranker selects pods from the informer's cache (with podIndexers)
 // and ranks them among their group, as Rank over the whole namespace would.
 type ranker struct {
 	pods    corelisters.PodLister
-	indexer cache.Indexer // holds rankGroupIndexers
+	indexer cache.Indexer // holds podIndexers
 }
 
 // selected returns the pods of namespace that match selector, in no
@@ -136,8 +136,9 @@ func (r ranker) selected(namespace string, selector labels.Selector) ([]*corev1.
 	return pods, ranks, err
 }
 
-// list returns the pods of namespace (every namespace: "") that match selector, reading only the
-// pods that carry a required label value when the selector has one.
+// list returns the pods of namespace (every namespace: "") that match
+// selector, reading only the pods that carry a required label value when
+// the selector has one.
 func (r ranker) list(namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
 	key, values, ok := indexedRequirement(selector)
 	if !ok || namespace == metav1.NamespaceAll { // the index is per namespace

@@ -46,7 +46,7 @@ func TestRankerMatchesRank(t *testing.T) {
 		pod("b", "bare-1", bare, "", 60, false), // same labels as a's bare pods, other namespace
 	}
 	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
-	for k, f := range rankGroupIndexers {
+	for k, f := range podIndexers {
 		indexers[k] = f
 	}
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)

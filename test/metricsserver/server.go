@@ -111,9 +111,9 @@ func Start(ctx context.Context, h *harness.Harness, opts Options) (*Server, erro
 
 	s := &Server{store: newStore(), Port: port, done: make(chan error, 1)}
 	podInformer := factory.Core().V1().Pods()
-	if err := podInformer.Informer().AddIndexers(rankGroupIndexers); err != nil {
+	if err := podInformer.Informer().AddIndexers(podIndexers); err != nil {
 		_ = ln.Close()
-		return nil, fmt.Errorf("indexing pods by rank group: %w", err)
+		return nil, fmt.Errorf("indexing pods by rank group and label: %w", err)
 	}
 	pods := ranker{pods: podInformer.Lister(), indexer: podInformer.Informer().GetIndexer()}
 	provider := &metricsProvider{store: s.store, pods: pods, now: time.Now}
