@@ -117,10 +117,13 @@ func TestRunReconcilesNativeHPAs(t *testing.T) {
 	for {
 		got, err := kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "web", metav1.GetOptions{})
 		must(t, err)
-		// The reconcile records its metrics after the status write: wait
-		// for both, or the check below races it.
+		// The reconcile records its metrics after the status write, and
+		// the per-object status series read the informer's copy, which the
+		// watch updates after the write: wait for all three, or the checks
+		// below race them.
 		reconciled := metricValue(t, reg, "tidal_autoscaler_reconciliations_total", map[string]string{"action": monitor.ActionScaleUp, "error": monitor.ErrorNone}) >= 1
-		if got.Status.DesiredReplicas == 5 && reconciled {
+		cached := metricValue(t, reg, "tidal_autoscaler_hpa_status_desired_replicas", map[string]string{"namespace": ns, "hpa_name": "web"}) == 5
+		if got.Status.DesiredReplicas == 5 && reconciled && cached {
 			break
 		}
 		if time.Now().After(deadline) {
