@@ -128,27 +128,29 @@ func (h *Harness) StartAdapter(ctx context.Context, o AdapterOptions) (*Adapter,
 	if err != nil {
 		return nil, err
 	}
-	if a.Port, err = FreePort(); err != nil {
-		return nil, err
-	}
-	args := []string{
-		"adapter",
-		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", a.Port),
-		"--tls-cert-file=" + certFile, "--tls-private-key-file=" + keyFile,
-		"--kubeconfig=" + kubeconfig,
-		"--prometheus-url=" + h.PrometheusURL,
-	}
-	if o.RuleFile != "" {
-		args = append(args, "--config="+o.RuleFile)
-	}
-	args = append(args, o.Args...)
-	if a.Process, err = h.run(name, o.Binary, args, a.Port); err != nil {
-		return nil, err
-	}
-	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: h.CertPool()}}}
-	if err := waitFor(ctx, a.Process, "tidal adapter /readyz", 90*time.Second, func(ctx context.Context) error {
-		return httpOK(ctx, probe, a.URL("/readyz"))
-	}); err != nil {
+	err = onFreePorts(1, func(ports []int) error {
+		a.Port = ports[0]
+		args := []string{
+			"adapter",
+			"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", a.Port),
+			"--tls-cert-file=" + certFile, "--tls-private-key-file=" + keyFile,
+			"--kubeconfig=" + kubeconfig,
+			"--prometheus-url=" + h.PrometheusURL,
+		}
+		if o.RuleFile != "" {
+			args = append(args, "--config="+o.RuleFile)
+		}
+		args = append(args, o.Args...)
+		var err error
+		if a.Process, err = h.run(name, o.Binary, args, a.Port); err != nil {
+			return err
+		}
+		probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: h.CertPool()}}}
+		return waitFor(ctx, a.Process, "tidal adapter /readyz", 90*time.Second, func(ctx context.Context) error {
+			return httpOK(ctx, probe, a.URL("/readyz"))
+		})
+	})
+	if err != nil {
 		return a, err
 	}
 	return a, h.registerAll(ctx, a, o.APIServices)

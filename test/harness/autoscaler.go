@@ -84,39 +84,37 @@ func (h *Harness) StartAutoscaler(ctx context.Context, o AutoscalerOptions) (*Au
 	if err != nil {
 		return nil, err
 	}
-	if a.HealthPort, err = FreePort(); err != nil {
-		return nil, err
-	}
-	if a.SecurePort, err = FreePort(); err != nil {
-		return nil, err
-	}
-	args := append([]string{
-		"autoscaler", "--mode=" + o.Mode, "--kubeconfig=" + kubeconfig,
-		"--leader-elect=true", "--leader-election-namespace=" + a.Namespace,
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", a.HealthPort),
-		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", a.SecurePort),
-		// The harness admin's client certificate is signed by the cluster CA.
-		"--client-ca-file=" + h.path("certs", "ca.crt"),
-	}, o.Args...)
-	if a.Process, err = h.run(o.Name, o.Binary, args, a.HealthPort); err != nil {
-		return nil, err
-	}
-	probe := &http.Client{Timeout: 2 * time.Second}
-	err = waitFor(ctx, a.Process, "tidal autoscaler ready and leading", 60*time.Second, func(ctx context.Context) error {
-		if err := httpOK(ctx, probe, fmt.Sprintf("http://127.0.0.1:%d/readyz", a.HealthPort)); err != nil {
+	err = onFreePorts(2, func(ports []int) error {
+		a.HealthPort, a.SecurePort = ports[0], ports[1]
+		args := append([]string{
+			"autoscaler", "--mode=" + o.Mode, "--kubeconfig=" + kubeconfig,
+			"--leader-elect=true", "--leader-election-namespace=" + a.Namespace,
+			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", a.HealthPort),
+			"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", a.SecurePort),
+			// The harness admin's client certificate is signed by the cluster CA.
+			"--client-ca-file=" + h.path("certs", "ca.crt"),
+		}, o.Args...)
+		var err error
+		if a.Process, err = h.run(o.Name, o.Binary, args, ports...); err != nil {
 			return err
 		}
-		if o.Sharding {
-			return nil // no leader: every replica runs its controller
-		}
-		lease, err := h.Client.CoordinationV1().Leases(a.Namespace).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-			return fmt.Errorf("lease not held yet")
-		}
-		return nil
+		probe := &http.Client{Timeout: 2 * time.Second}
+		return waitFor(ctx, a.Process, "tidal autoscaler ready and leading", 60*time.Second, func(ctx context.Context) error {
+			if err := httpOK(ctx, probe, fmt.Sprintf("http://127.0.0.1:%d/readyz", a.HealthPort)); err != nil {
+				return err
+			}
+			if o.Sharding {
+				return nil // no leader: every replica runs its controller
+			}
+			lease, err := h.Client.CoordinationV1().Leases(a.Namespace).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+				return fmt.Errorf("lease not held yet")
+			}
+			return nil
+		})
 	})
 	return a, err
 }

@@ -37,12 +37,22 @@ func isPortClash(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "address already in use")
 }
 
-// withPortRetry runs start until it succeeds or fails for another reason
-// than a port taken in the meantime.
-func withPortRetry(start func() error) error {
+// pickPorts chooses n distinct free loopback ports (a variable so that a
+// test can hand out a taken one).
+var pickPorts = freePorts
+
+// onFreePorts runs start with n distinct free loopback ports, and again on
+// new ones when it fails because one was taken between choosing and binding
+// it: the test packages run in parallel on one machine, so every server the
+// harness starts goes through here.
+func onFreePorts(n int, start func(ports []int) error) error {
 	var err error
 	for range portClashRetries {
-		if err = start(); !isPortClash(err) {
+		ports, perr := pickPorts(n)
+		if perr != nil {
+			return perr
+		}
+		if err = start(ports); !isPortClash(err) {
 			return err
 		}
 	}
@@ -93,11 +103,7 @@ func (h *Harness) writePKI() error {
 
 func (h *Harness) startEtcd(ctx context.Context) (string, error) {
 	var url string
-	err := withPortRetry(func() error {
-		ports, err := freePorts(2)
-		if err != nil {
-			return err
-		}
+	err := onFreePorts(2, func(ports []int) error {
 		client, peer := "http://"+hostPort(ports[0]), "http://"+hostPort(ports[1])
 		data := h.path("data", fmt.Sprintf("etcd-%d", ports[0]))
 		p, err := h.run("etcd", h.bin("etcd"), []string{
@@ -122,11 +128,8 @@ func (h *Harness) startEtcd(ctx context.Context) (string, error) {
 
 func (h *Harness) startAPIServer(ctx context.Context, etcdURL string) error {
 	certs := func(f string) string { return h.path("certs", f) }
-	return withPortRetry(func() error {
-		port, err := freePort()
-		if err != nil {
-			return err
-		}
+	return onFreePorts(1, func(ports []int) error {
+		port := ports[0]
 		h.APIServerURL = "https://" + hostPort(port)
 		args := []string{
 			"--etcd-servers=" + etcdURL,
@@ -237,11 +240,8 @@ func (h *Harness) startKubeComponent(ctx context.Context, name, bin, user string
 	if err != nil {
 		return err
 	}
-	return withPortRetry(func() error {
-		port, err := freePort()
-		if err != nil {
-			return err
-		}
+	return onFreePorts(1, func(ports []int) error {
+		port := ports[0]
 		args := append([]string{
 			"--kubeconfig=" + kubeconfig,
 			"--authentication-kubeconfig=" + kubeconfig,
@@ -270,11 +270,8 @@ func (h *Harness) startPrometheus(ctx context.Context) error {
 	if err := h.writePrometheusConfig(); err != nil {
 		return err
 	}
-	return withPortRetry(func() error {
-		port, err := freePort()
-		if err != nil {
-			return err
-		}
+	return onFreePorts(1, func(ports []int) error {
+		port := ports[0]
 		url := "http://" + hostPort(port)
 		p, err := h.run("prometheus", h.bin("prometheus"), []string{
 			"--config.file=" + configPath,

@@ -371,8 +371,15 @@ func WaitReady(ctx context.Context, p *Process, what string, timeout time.Durati
 	return waitFor(ctx, p, what, timeout, check)
 }
 
-// FreePort returns a port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a port on 127.0.0.1 that was free a moment ago. A
+// server started on it may find it taken: OnFreePorts starts it again.
 func FreePort() (int, error) { return freePort() }
+
+// OnFreePorts runs start with n distinct ports on 127.0.0.1 that were free
+// a moment ago, and again on new ones (3 tries in all) when start's error
+// says a port was taken before the server bound it ("address already in
+// use", e.g. in the log tail WaitReady quotes).
+func OnFreePorts(n int, start func(ports []int) error) error { return onFreePorts(n, start) }
 
 // ToolsDir is the folder of the binaries the harness runs (kubectl and helm too).
 func (h *Harness) ToolsDir() string { return h.tools }

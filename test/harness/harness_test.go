@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -155,6 +156,36 @@ func TestSmoke(t *testing.T) {
 
 	t.Run("aggregated API on loopback becomes available", func(t *testing.T) {
 		runAdapter(ctx, t, h, tidal)
+	})
+
+	t.Run("a server whose port was taken starts again on new ports", func(t *testing.T) {
+		// CI's packages run in parallel: another one's server can bind a
+		// port between the harness choosing it and its server binding it.
+		taken, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer taken.Close()
+		takenPort := taken.Addr().(*net.TCPAddr).Port
+		choices := 0
+		restore := harness.HandOutPorts(func(n int) ([]int, error) {
+			if choices++; choices == 1 {
+				return []int{takenPort}, nil
+			}
+			return harness.FreePorts(n)
+		})
+		defer restore()
+		a, err := h.StartAdapter(ctx, harness.AdapterOptions{Binary: tidal, Namespace: "port-clash"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = a.Process.Stop(10 * time.Second) }()
+		if a.Port == takenPort || choices != 2 {
+			t.Errorf("adapter on port %d after %d choices; want a port other than the taken %d, after 2", a.Port, choices, takenPort)
+		}
+		if log, err := os.ReadFile(a.Process.LogPath()); err != nil || !strings.Contains(string(log), "address already in use") {
+			t.Errorf("the first start's log does not show the clash (%v):\n%s", err, a.Process.LogTail())
+		}
 	})
 
 	t.Run("kubectl and helm accept the server", func(t *testing.T) {

@@ -36,11 +36,8 @@ func (h *Harness) startKwok(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = withPortRetry(func() error {
-		port, err := freePort()
-		if err != nil {
-			return err
-		}
+	err = onFreePorts(1, func(ports []int) error {
+		port := ports[0]
 		p, err := h.run("kwok", h.bin("kwok"), []string{
 			"--kubeconfig=" + kubeconfig,
 			"--config=" + h.bin("kwok-stages.yaml"),

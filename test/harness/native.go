@@ -70,39 +70,37 @@ func (h *Harness) StartNativeAutoscaler(ctx context.Context, o NativeAutoscalerO
 	if err != nil {
 		return nil, err
 	}
-	if a.HealthPort, err = FreePort(); err != nil {
-		return nil, err
-	}
-	if a.SecurePort, err = FreePort(); err != nil {
-		return nil, err
-	}
-	args := append([]string{
-		"autoscaler", "--mode=native", "--kubeconfig=" + kubeconfig,
-		"--leader-elect=true", "--leader-election-namespace=" + a.Namespace,
-		"--leader-elect-resource-name=" + a.ServiceAccount,
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", a.HealthPort),
-		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", a.SecurePort),
-		"--client-ca-file=" + h.path("certs", "ca.crt"),
-	}, o.Args...)
-	if a.Process, err = h.run(o.Name, o.Binary, args, a.HealthPort); err != nil {
-		return nil, err
-	}
-	// A restarted autoscaler waits for its predecessor's Lease to expire:
-	// ready and leading is the Lease renewed after it started.
-	started := time.Now()
-	probe := &http.Client{Timeout: 2 * time.Second}
-	err = waitFor(ctx, a.Process, "tidal autoscaler (native) ready and leading", 60*time.Second, func(ctx context.Context) error {
-		if err := httpOK(ctx, probe, fmt.Sprintf("http://127.0.0.1:%d/readyz", a.HealthPort)); err != nil {
+	err = onFreePorts(2, func(ports []int) error {
+		a.HealthPort, a.SecurePort = ports[0], ports[1]
+		args := append([]string{
+			"autoscaler", "--mode=native", "--kubeconfig=" + kubeconfig,
+			"--leader-elect=true", "--leader-election-namespace=" + a.Namespace,
+			"--leader-elect-resource-name=" + a.ServiceAccount,
+			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", a.HealthPort),
+			"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", a.SecurePort),
+			"--client-ca-file=" + h.path("certs", "ca.crt"),
+		}, o.Args...)
+		var err error
+		if a.Process, err = h.run(o.Name, o.Binary, args, ports...); err != nil {
 			return err
 		}
-		lease, err := h.Client.CoordinationV1().Leases(a.Namespace).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if lease.Spec.AcquireTime == nil || lease.Spec.AcquireTime.Time.Before(started.Truncate(time.Second)) {
-			return fmt.Errorf("lease not acquired since the start")
-		}
-		return nil
+		// A restarted autoscaler waits for its predecessor's Lease to expire:
+		// ready and leading is the Lease renewed after it started.
+		started := time.Now()
+		probe := &http.Client{Timeout: 2 * time.Second}
+		return waitFor(ctx, a.Process, "tidal autoscaler (native) ready and leading", 60*time.Second, func(ctx context.Context) error {
+			if err := httpOK(ctx, probe, fmt.Sprintf("http://127.0.0.1:%d/readyz", a.HealthPort)); err != nil {
+				return err
+			}
+			lease, err := h.Client.CoordinationV1().Leases(a.Namespace).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if lease.Spec.AcquireTime == nil || lease.Spec.AcquireTime.Time.Before(started.Truncate(time.Second)) {
+				return fmt.Errorf("lease not acquired since the start")
+			}
+			return nil
+		})
 	})
 	return a, err
 }

@@ -139,21 +139,23 @@ func (h *Harness) startAggregated(ctx context.Context, name, bin string, apis []
 	if err != nil {
 		return nil, err
 	}
-	if a.Port, err = FreePort(); err != nil {
-		return nil, err
-	}
-	all := append([]string{
-		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", a.Port),
-		"--tls-cert-file=" + certFile, "--tls-private-key-file=" + keyFile,
-		"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
-	}, args(kubeconfig)...)
-	if a.Process, err = h.run(name, bin, all, a.Port); err != nil {
-		return nil, err
-	}
-	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: h.CertPool()}}}
-	if err := waitFor(ctx, a.Process, name+" /healthz", 90*time.Second, func(ctx context.Context) error {
-		return httpOK(ctx, probe, a.URL("/healthz"))
-	}); err != nil {
+	err = onFreePorts(1, func(ports []int) error {
+		a.Port = ports[0]
+		all := append([]string{
+			"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", a.Port),
+			"--tls-cert-file=" + certFile, "--tls-private-key-file=" + keyFile,
+			"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+		}, args(kubeconfig)...)
+		var err error
+		if a.Process, err = h.run(name, bin, all, a.Port); err != nil {
+			return err
+		}
+		probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: h.CertPool()}}}
+		return waitFor(ctx, a.Process, name+" /healthz", 90*time.Second, func(ctx context.Context) error {
+			return httpOK(ctx, probe, a.URL("/healthz"))
+		})
+	})
+	if err != nil {
 		return a, err
 	}
 	return a, h.registerAll(ctx, a, apis)

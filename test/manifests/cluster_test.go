@@ -237,57 +237,58 @@ func (c *clusterTest) runAutoscaler(ctx context.Context, t *testing.T, mode stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	securePort, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var args []string
-	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
-		if strings.HasPrefix(a, "--health-probe-bind-address=") {
-			a = fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", port)
-		}
-		if strings.HasPrefix(a, "--secure-port=") {
-			a = fmt.Sprintf("--secure-port=%d", securePort)
-		}
-		args = append(args, a)
-	}
-	args = append(args, "--bind-address=127.0.0.1")
-	if !slices.Contains(args, "--mode="+mode) {
-		t.Fatalf("installed args %q lack --mode=%s", args, mode)
-	}
-	args = append(args, "--kubeconfig="+kubeconfig, "--leader-elect-retry-period=200ms")
-	p, err := h.StartProcess("tidal-autoscaler-"+mode, c.tidal, args, port)
-	if err != nil {
-		t.Fatal(err)
-	}
+	host, _ := os.Hostname()
+	var p *harness.Process
 	defer func() {
-		_ = p.Stop(10 * time.Second)
+		if p != nil {
+			_ = p.Stop(10 * time.Second)
+		}
 		_ = h.Client.CoordinationV1().Leases(namespace).Delete(context.Background(), "tidal-autoscaler", metav1.DeleteOptions{})
 	}()
-	host, _ := os.Hostname()
-	err = harness.WaitReady(ctx, p, "autoscaler leading with synced caches", 60*time.Second, func(ctx context.Context) error {
-		l, err := h.Client.CoordinationV1().Leases(namespace).Get(ctx, "tidal-autoscaler", metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("lease: %v", err)
+	err = harness.OnFreePorts(2, func(ports []int) error {
+		port, securePort := ports[0], ports[1]
+		var args []string
+		for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+			if strings.HasPrefix(a, "--health-probe-bind-address=") {
+				a = fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", port)
+			}
+			if strings.HasPrefix(a, "--secure-port=") {
+				a = fmt.Sprintf("--secure-port=%d", securePort)
+			}
+			args = append(args, a)
 		}
-		if l.Spec.HolderIdentity == nil || !strings.HasPrefix(*l.Spec.HolderIdentity, host+"_") {
-			return fmt.Errorf("lease held by %v", l.Spec.HolderIdentity)
+		args = append(args, "--bind-address=127.0.0.1")
+		if !slices.Contains(args, "--mode="+mode) {
+			t.Fatalf("installed args %q lack --mode=%s", args, mode)
 		}
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
-		if err != nil {
+		args = append(args, "--kubeconfig="+kubeconfig, "--leader-elect-retry-period=200ms")
+		var err error
+		if p, err = h.StartProcess("tidal-autoscaler-"+mode, c.tidal, args, ports...); err != nil {
 			return err
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz %d", resp.StatusCode)
-		}
-		return nil
+		return harness.WaitReady(ctx, p, "autoscaler leading with synced caches", 60*time.Second, func(ctx context.Context) error {
+			l, err := h.Client.CoordinationV1().Leases(namespace).Get(ctx, "tidal-autoscaler", metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("lease: %v", err)
+			}
+			if l.Spec.HolderIdentity == nil || !strings.HasPrefix(*l.Spec.HolderIdentity, host+"_") {
+				return fmt.Errorf("lease held by %v", l.Spec.HolderIdentity)
+			}
+			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("/readyz %d", resp.StatusCode)
+			}
+			return nil
+		})
 	})
 	if err != nil {
+		if p == nil {
+			t.Fatal(err)
+		}
 		t.Fatalf("%v\nlog %s:\n%s", err, p.LogPath(), p.LogTail())
 	}
 	if log := string(readFile(t, p.LogPath())); strings.Contains(log, "forbidden") {
@@ -321,49 +322,50 @@ func (c *clusterTest) runAdapter(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := harness.FreePort()
+	err = harness.OnFreePorts(1, func(ports []int) error {
+		port := ports[0]
+		// The pod's paths become the local copies; the rest stays as installed.
+		replace := map[string]string{
+			"--secure-port":          fmt.Sprint(port),
+			"--tls-cert-file":        filepath.Join(dir, "tls.crt"),
+			"--tls-private-key-file": filepath.Join(dir, "tls.key"),
+			"--config":               filepath.Join(dir, "config.yaml"),
+			"--cert-dir":             filepath.Join(dir, "certs"),
+			"--prometheus-url":       h.PrometheusURL,
+		}
+		var args []string
+		for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+			flag, _, _ := strings.Cut(a, "=")
+			if v, ok := replace[flag]; ok {
+				a = flag + "=" + v
+				delete(replace, flag)
+			} else if strings.Contains(a, "=/") {
+				t.Fatalf("installed arg %q names a file in the pod this test does not provide", a)
+			}
+			args = append(args, a)
+		}
+		if len(replace) > 0 {
+			t.Fatalf("installed args %q lack %v", args, replace)
+		}
+		args = append(args, "--bind-address=127.0.0.1", "--kubeconfig="+kubeconfig)
+		p, err := h.StartProcess("tidal-adapter", c.tidal, args, port)
+		if err != nil {
+			return err
+		}
+		// It keeps serving for the upgrade and uninstall steps; TestCluster
+		// stops it.
+		c.adapter, c.adapterPort = p, port
+		return harness.WaitReady(ctx, p, "tidal adapter", 60*time.Second, func(context.Context) error {
+			if !harness.PortOpen(port) {
+				return fmt.Errorf("port %d not open yet", port)
+			}
+			return nil
+		})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The pod's paths become the local copies; the rest stays as installed.
-	replace := map[string]string{
-		"--secure-port":          fmt.Sprint(port),
-		"--tls-cert-file":        filepath.Join(dir, "tls.crt"),
-		"--tls-private-key-file": filepath.Join(dir, "tls.key"),
-		"--config":               filepath.Join(dir, "config.yaml"),
-		"--cert-dir":             filepath.Join(dir, "certs"),
-		"--prometheus-url":       h.PrometheusURL,
-	}
-	var args []string
-	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
-		flag, _, _ := strings.Cut(a, "=")
-		if v, ok := replace[flag]; ok {
-			a = flag + "=" + v
-			delete(replace, flag)
-		} else if strings.Contains(a, "=/") {
-			t.Fatalf("installed arg %q names a file in the pod this test does not provide", a)
-		}
-		args = append(args, a)
-	}
-	if len(replace) > 0 {
-		t.Fatalf("installed args %q lack %v", args, replace)
-	}
-	args = append(args, "--bind-address=127.0.0.1", "--kubeconfig="+kubeconfig)
-	p, err := h.StartProcess("tidal-adapter", c.tidal, args, port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// It keeps serving for the upgrade and uninstall steps; TestCluster
-	// stops it.
-	c.adapter, c.adapterPort = p, port
-	if err := harness.WaitReady(ctx, p, "tidal adapter", 60*time.Second, func(context.Context) error {
-		if !harness.PortOpen(port) {
-			return fmt.Errorf("port %d not open yet", port)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	p, port := c.adapter, c.adapterPort
 
 	// Re-point: an APIService cannot reach 127.0.0.1 through endpoints, so
 	// the chart's Service becomes an ExternalName to localhost and the

@@ -122,27 +122,29 @@ func startPeer(ctx context.Context, b *testing.B, h *harness.Harness, bin, ruleF
 	if err != nil {
 		return nil, err
 	}
-	port, err := harness.FreePort()
+	var s *server
+	var port int
+	err = harness.OnFreePorts(1, func(ports []int) error {
+		port = ports[0]
+		args := append([]string{
+			"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
+			"--tls-cert-file=" + certFile, "--tls-private-key-file=" + keyFile,
+			"--lister-kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+			"--prometheus-url=" + h.PrometheusURL, "--config=" + ruleFile,
+			"--metrics-relist-interval=1m",
+		}, extra...)
+		p, err := h.StartProcess("prometheus-adapter", bin, args, port)
+		if err != nil {
+			return err
+		}
+		b.Cleanup(func() { _ = p.Stop(10 * time.Second) })
+		s = &server{name: "prometheus-adapter", pid: p.PID(), url: fmt.Sprintf("https://127.0.0.1:%d", port), stop: func() { _ = p.Stop(10 * time.Second) }}
+		probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig(h)}}
+		return harness.WaitReady(ctx, p, "prometheus-adapter /healthz", 90*time.Second, func(ctx context.Context) error {
+			return httpGetOK(ctx, probe, s.url+"/healthz")
+		})
+	})
 	if err != nil {
-		return nil, err
-	}
-	args := append([]string{
-		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
-		"--tls-cert-file=" + certFile, "--tls-private-key-file=" + keyFile,
-		"--lister-kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
-		"--prometheus-url=" + h.PrometheusURL, "--config=" + ruleFile,
-		"--metrics-relist-interval=1m",
-	}, extra...)
-	p, err := h.StartProcess("prometheus-adapter", bin, args, port)
-	if err != nil {
-		return nil, err
-	}
-	b.Cleanup(func() { _ = p.Stop(10 * time.Second) })
-	s := &server{name: "prometheus-adapter", pid: p.PID(), url: fmt.Sprintf("https://127.0.0.1:%d", port), stop: func() { _ = p.Stop(10 * time.Second) }}
-	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig(h)}}
-	if err := harness.WaitReady(ctx, p, "prometheus-adapter /healthz", 90*time.Second, func(ctx context.Context) error {
-		return httpGetOK(ctx, probe, s.url+"/healthz")
-	}); err != nil {
 		return nil, err
 	}
 	srv := harness.AggregatedServer{Namespace: ns, Service: svc, Port: port, CABundle: h.CA.CertPEM}
