@@ -48,6 +48,9 @@
 // TIDAL_BENCH_PROFILE (a file: tidal runs with --profiling and a CPU
 // profile of its measured periods is written there),
 // TIDAL_BENCH_KCM_PROFILE (the same for kube-controller-manager),
+// TIDAL_BENCH_APISERVER_PROFILE (a path prefix: kube-apiserver runs with
+// --profiling and a CPU profile of each phase's window is written to
+// PREFIX-PHASE-N.pprof, N the phase's run),
 // TIDAL_BENCH_SETTLE_PERIODS (12: the most periods the tidal phases wait,
 // after every object has a status, for the autoscalers to join their
 // namespaces' beats, one PodMetrics list per namespace and period),
@@ -191,7 +194,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		ControllerManagerArgs: []string{"--kube-api-qps=500", "--kube-api-burst=1000", "--concurrent-replicaset-syncs=20", "--concurrent-deployment-syncs=20"},
 		HPAController:         true,
 		HPAControllerArgs:     kcmArgs(cfg),
-		APIServerArgs:         apiArgs,
+		APIServerArgs:         append(apiArgs, apiserverProfileArgs()...),
 		Logf:                  b.Logf,
 	})
 	bin, err := harness.TidalBinary(ctx)
@@ -218,6 +221,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	for _, phase := range cfg.phases {
 		var r phaseResult
 		began := time.Now()
+		measured.onWindow = apiserverProfiler(b, h, phase, len(runs[phase])+1)
 		switch phase {
 		case "tidal":
 			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, 0)
@@ -347,8 +351,11 @@ func recordPhase(b *testing.B, cfg config, phase string, round int, r phaseResul
 }
 
 // measured holds the control plane's process ids, whose CPU each phase's
-// window measures too.
-var measured struct{ pids map[string]int }
+// window measures too, and what to do when a window starts.
+var measured struct {
+	pids     map[string]int
+	onWindow func(ctx context.Context, window time.Duration)
+}
 
 // kcmArgs are the HPA controller manager's extra flags.
 func kcmArgs(cfg config) []string {
@@ -357,6 +364,47 @@ func kcmArgs(cfg config) []string {
 		args = append(args, "--profiling=true")
 	}
 	return args
+}
+
+// apiserverProfileArgs turn kube-apiserver's profiling on when
+// TIDAL_BENCH_APISERVER_PROFILE asks for its profiles.
+func apiserverProfileArgs() []string {
+	if os.Getenv("TIDAL_BENCH_APISERVER_PROFILE") == "" {
+		return nil
+	}
+	return []string{"--profiling=true"} // the harness's --profiling=false comes first
+}
+
+// apiserverProfiler returns what starts kube-apiserver's CPU profile of
+// run n of phase at its window's start (nil unless
+// TIDAL_BENCH_APISERVER_PROFILE is set): where the control plane's CPU
+// goes for each controller's requests, e.g. its status writes.
+func apiserverProfiler(b *testing.B, h *harness.Harness, phase string, n int) func(context.Context, time.Duration) {
+	prefix := os.Getenv("TIDAL_BENCH_APISERVER_PROFILE")
+	if prefix == "" {
+		return nil
+	}
+	file := fmt.Sprintf("%s-%s-%d.pprof", prefix, phase, n)
+	return func(ctx context.Context, window time.Duration) {
+		go func() {
+			err := func() error {
+				client, err := rest.HTTPClientFor(h.Admin)
+				if err != nil {
+					return err
+				}
+				data, err := httpGetWith(ctx, client, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", h.APIServerURL, int(window.Seconds())))
+				if err != nil {
+					return err
+				}
+				return os.WriteFile(file, []byte(data), 0o644)
+			}()
+			if err != nil {
+				b.Logf("kube-apiserver profile of %s: %v", phase, err)
+				return
+			}
+			b.Logf("kube-apiserver profile of %s's window: %s", phase, file)
+		}()
+	}
 }
 
 // qpsArgs set a controller's client limit, the same for both.
@@ -659,6 +707,9 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 			}
 		}
 		return out, nil
+	}
+	if measured.onWindow != nil {
+		measured.onWindow(ctx, time.Duration(cfg.periods)*syncPeriod)
 	}
 	from := time.Now()
 	s0, err := read()

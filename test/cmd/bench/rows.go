@@ -133,8 +133,8 @@ func (r row) eval(d data) result {
 		res.Cells = append(res.Cells, cell{Side: c.side, Metric: c.name(), Unit: d.unit(c), Values: d.values(c)})
 	}
 	for _, g := range r.goals {
-		rt := ratio(median(d.values(g.num)), median(d.values(g.den)))
-		res.Goals = append(res.Goals, checked{Goal: g.text, Ratio: rt, Verdict: judge(rt, g.op, g.bound)})
+		rt, v := judge(median(d.values(g.num)), median(d.values(g.den)), g.op, g.bound)
+		res.Goals = append(res.Goals, checked{Goal: g.text, Ratio: rt, Verdict: v})
 	}
 	if r.notes != nil {
 		res.Notes = append(res.Notes, r.notes(d)...)

@@ -51,8 +51,10 @@ func TestSmoke(t *testing.T) {
 			}
 		}
 		for _, g := range r.Goals {
-			if math.IsNaN(g.Ratio) {
-				t.Errorf("%s: no ratio for %q", r.ID, g.Goal)
+			// A reference measured 0 (kcm's CPU for 3 HPAs can stay
+			// below the clock tick) is said so; any other NaN is a bug.
+			if math.IsNaN(g.Ratio) && g.Verdict != zeroReference {
+				t.Errorf("%s: no ratio for %q (%s)", r.ID, g.Goal, g.Verdict)
 			}
 		}
 	}

@@ -67,17 +67,24 @@ const (
 	met     verdict = "met"
 	notMet  verdict = "NOT met"
 	unknown verdict = "no figure"
+	// zeroReference: the reference's figure is 0, e.g. a controller's CPU
+	// below the clock tick (10 ms) in the smoke run's tiny windows; no
+	// ratio can be formed, and that is not a missing figure.
+	zeroReference verdict = "no figure (the reference measured 0)"
 )
 
-// judge compares r with the goal (op, bound).
-func judge(r float64, o op, bound float64) verdict {
+// judge forms the ratio a/b and compares it with the goal (op, bound).
+func judge(a, b float64, o op, bound float64) (float64, verdict) {
+	r := ratio(a, b)
 	switch {
+	case b == 0 && !math.IsNaN(a):
+		return r, zeroReference
 	case math.IsNaN(r):
-		return unknown
+		return r, unknown
 	case o == atLeast && r >= bound, o == atMost && r <= bound:
-		return met
+		return r, met
 	default:
-		return notMet
+		return r, notMet
 	}
 }
 

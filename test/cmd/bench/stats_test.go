@@ -64,13 +64,14 @@ func TestRatioAndJudge(t *testing.T) {
 		{"exactly on the bound", 80, 100, atLeast, 0.8, met},
 		{"at most met", 1, 10, atMost, 0.2, met},
 		{"at most not met", 3, 10, atMost, 0.2, notMet},
-		{"reference zero", 5, 0, atLeast, 1, unknown},
+		{"reference zero", 5, 0, atLeast, 1, zeroReference},
+		{"both zero", 0, 0, atMost, 0.2, zeroReference},
 		{"figure missing", nan, 5, atMost, 1, unknown},
 		{"reference missing", 5, nan, atMost, 1, unknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := judge(ratio(tc.a, tc.b), tc.o, tc.bound); got != tc.want {
-				t.Errorf("judge(ratio(%v, %v) %s %v) = %q, want %q", tc.a, tc.b, tc.o, tc.bound, got, tc.want)
+			if _, got := judge(tc.a, tc.b, tc.o, tc.bound); got != tc.want {
+				t.Errorf("judge(%v / %v %s %v) = %q, want %q", tc.a, tc.b, tc.o, tc.bound, got, tc.want)
 			}
 		})
 	}
