@@ -86,14 +86,7 @@ func (h *Harness) StartAutoscaler(ctx context.Context, o AutoscalerOptions) (*Au
 	}
 	err = onFreePorts(2, func(ports []int) error {
 		a.HealthPort, a.SecurePort = ports[0], ports[1]
-		args := append([]string{
-			"autoscaler", "--mode=" + o.Mode, "--kubeconfig=" + kubeconfig,
-			"--leader-elect=true", "--leader-election-namespace=" + a.Namespace,
-			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", a.HealthPort),
-			"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", a.SecurePort),
-			// The harness admin's client certificate is signed by the cluster CA.
-			"--client-ca-file=" + h.path("certs", "ca.crt"),
-		}, o.Args...)
+		args := append(h.autoscalerArgs(a, o.Mode, kubeconfig), o.Args...)
 		var err error
 		if a.Process, err = h.run(o.Name, o.Binary, args, ports...); err != nil {
 			return err
@@ -117,6 +110,19 @@ func (h *Harness) StartAutoscaler(ctx context.Context, o AutoscalerOptions) (*Au
 		})
 	})
 	return a, err
+}
+
+// autoscalerArgs are the flags of every `tidal autoscaler` the harness
+// runs: mode, identity, Lease namespace, and a's ports on loopback.
+func (h *Harness) autoscalerArgs(a *Autoscaler, mode, kubeconfig string) []string {
+	return []string{
+		"autoscaler", "--mode=" + mode, "--kubeconfig=" + kubeconfig,
+		"--leader-elect=true", "--leader-election-namespace=" + a.Namespace,
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", a.HealthPort),
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", a.SecurePort),
+		// The harness admin's client certificate is signed by the cluster CA.
+		"--client-ca-file=" + h.path("certs", "ca.crt"),
+	}
 }
 
 // MetricsURL is the URL of path (e.g. /metrics) on the secure port; read

@@ -72,14 +72,8 @@ func (h *Harness) StartNativeAutoscaler(ctx context.Context, o NativeAutoscalerO
 	}
 	err = onFreePorts(2, func(ports []int) error {
 		a.HealthPort, a.SecurePort = ports[0], ports[1]
-		args := append([]string{
-			"autoscaler", "--mode=native", "--kubeconfig=" + kubeconfig,
-			"--leader-elect=true", "--leader-election-namespace=" + a.Namespace,
-			"--leader-elect-resource-name=" + a.ServiceAccount,
-			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", a.HealthPort),
-			"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", a.SecurePort),
-			"--client-ca-file=" + h.path("certs", "ca.crt"),
-		}, o.Args...)
+		args := append(h.autoscalerArgs(a, "native", kubeconfig), "--leader-elect-resource-name="+a.ServiceAccount)
+		args = append(args, o.Args...)
 		var err error
 		if a.Process, err = h.run(o.Name, o.Binary, args, ports...); err != nil {
 			return err
