@@ -3,7 +3,9 @@ package harness
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -70,4 +72,34 @@ func (h *Harness) RestartPrometheus(ctx context.Context) error {
 		return err
 	}
 	return start(ctx)
+}
+
+// StopHPAController stops the kube-controller-manager that runs only the
+// HPA controller (Options.HPAController), so that Tidal in native mode is
+// the only writer of the autoscaling/v2 HPAs, and returns a function that
+// starts it again with the same flags and waits until its /healthz answers.
+func (h *Harness) StopHPAController() (start func(ctx context.Context) error, err error) {
+	const name = "kube-controller-manager-hpa"
+	port := ""
+	h.mu.Lock()
+	for _, p := range h.procs {
+		if p.name == name {
+			for _, a := range p.cmd.Args {
+				if v, ok := strings.CutPrefix(a, "--secure-port="); ok {
+					port = v
+				}
+			}
+		}
+	}
+	h.mu.Unlock()
+	if port == "" {
+		return nil, errors.New(name + " is not running under this harness, or has no --secure-port")
+	}
+	client, err := insecureLocalClient()
+	if err != nil {
+		return nil, err
+	}
+	return h.stopComponent(name, func(ctx context.Context) error {
+		return httpOK(ctx, client, "https://"+net.JoinHostPort("127.0.0.1", port)+"/healthz")
+	})
 }

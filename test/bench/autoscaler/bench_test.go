@@ -39,9 +39,11 @@
 // TIDAL_BENCH_QPS (200: both controllers' --kube-api-qps, burst 1.5
 // times; Tidal's default is 100), TIDAL_BENCH_PHASES ("tidal,kcm"; also
 // "baseline": TIDAL_BENCH_BASELINE, another tidal binary, run the same
-// way, for before/after ratios from one run; and "tidal-sharded"; a phase
-// named twice reports its mean, so "tidal,baseline,baseline,tidal" evens
-// out the order), TIDAL_BENCH_SHARDS (3, the replicas of tidal-sharded),
+// way, for before/after ratios from one run; "tidal-sharded";
+// "tidal-native": `tidal autoscaler --mode=native` on autoscaling/v2 HPAs,
+// kcm's own objects, with kcm's HPA controller stopped for the phase; a
+// phase named twice reports its mean, so "tidal,baseline,baseline,tidal"
+// evens out the order), TIDAL_BENCH_SHARDS (3, the replicas of tidal-sharded),
 // TIDAL_BENCH_USAGE ("moving"; "steady": every pod at 50m throughout, so
 // statuses stop changing after the first reconcile; tidal runs with leader
 // election, so it writes no history refresh either),
@@ -83,13 +85,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/shard"
 	"github.com/tidal-autoscaler/tidal/test/bench/samples"
 	"github.com/tidal-autoscaler/tidal/test/harness"
@@ -216,6 +216,11 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	b.Logf("workload: %d Deployments x %d pods Ready in %s", len(targets), cfg.pods, time.Since(start).Round(time.Second))
 	go jitterUsage(ctx, metrics, cfg)
 
+	dyn, err := dynamic.NewForConfig(h.Admin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	has := haFleet(dyn)
 	runs := map[string][]phaseResult{}
 	measured.pids = h.PIDs()
 	for _, phase := range cfg.phases {
@@ -224,20 +229,24 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		measured.onWindow = apiserverProfiler(b, h, phase, len(runs[phase])+1)
 		switch phase {
 		case "tidal":
-			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, 0)
+			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: has})
 		case "tidal-bounded":
 			// The status bound on (docs/operations.md): values-only
 			// status changes written at most once per interval.
-			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, 0, "--status-metrics-min-interval="+cfg.statusInterval.String())
+			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: has, args: []string{"--status-metrics-min-interval=" + cfg.statusInterval.String()}})
 		case "tidal-sharded":
-			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, cfg.shards)
+			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: has, shards: cfg.shards})
+		case "tidal-native":
+			// kcm's own objects, autoscaling/v2 HPAs (protobuf, no
+			// schema), with kcm's HPA controller stopped.
+			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: hpaFleet(admin), native: true})
 		case "baseline":
 			base := os.Getenv("TIDAL_BENCH_BASELINE")
 			if base == "" {
 				err = fmt.Errorf("phase baseline needs TIDAL_BENCH_BASELINE, a tidal binary")
 				break
 			}
-			r, err = runTidal(ctx, b, h, base, cfg, targets, auditLog, 0)
+			r, err = runTidal(ctx, b, h, base, cfg, targets, auditLog, tidalPhase{objects: has})
 		case "kcm":
 			r, err = runKCM(ctx, b, h, admin, cfg, targets, auditLog)
 		default:
@@ -288,6 +297,12 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	}
 	if t, base := results["tidal"], results["baseline"]; t.cpuPerPeriod > 0 && base.cpuPerPeriod > 0 {
 		b.ReportMetric(t.cpuPerPeriod/base.cpuPerPeriod, "cpu-ratio-to-baseline")
+	}
+	if t, k := results["tidal-native"], results["kcm"]; t.reconcilesPerPeriod > 0 && k.reconcilesPerPeriod > 0 {
+		b.ReportMetric(t.reconcilesPerPeriod/k.reconcilesPerPeriod, "native-reconciles-ratio")
+		if !maps2Equal(t.desired, k.desired) {
+			b.Errorf("decisions differ: tidal-native desired replicas %v, kcm %v", t.desired, k.desired)
+		}
 	}
 	if t, k := results["tidal"], results["kcm"]; t.cpuPerPeriod > 0 && k.cpuPerPeriod > 0 {
 		b.ReportMetric(t.cpuPerPeriod/k.cpuPerPeriod, "cpu-ratio")
@@ -828,7 +843,8 @@ func cpuOf(name string) float64 {
 // runTidal runs the tidal phases: one `tidal autoscaler` with leader
 // election (shards 0), or shards replicas with --sharding, each named
 // tidal-sharded-N (the profile, if asked for, is then the first's).
-func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string, cfg config, targets []target, auditLog string, shards int, extraArgs ...string) (phaseResult, error) {
+func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string, cfg config, targets []target, auditLog string, tp tidalPhase) (phaseResult, error) {
+	shards := tp.shards
 	root, err := harness.RepoRoot()
 	if err != nil {
 		return phaseResult{}, err
@@ -836,7 +852,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 	if _, err := h.ApplyCRDs(ctx, filepath.Join(root, "manifests", "crd")); err != nil {
 		return phaseResult{}, err
 	}
-	args := append(append(qpsArgs(cfg), syncPeriodArgs()...), extraArgs...)
+	args := append(append(qpsArgs(cfg), syncPeriodArgs()...), tp.args...)
 	profile := os.Getenv("TIDAL_BENCH_PROFILE")
 	if profile != "" {
 		args = append(args, "--profiling")
@@ -848,7 +864,24 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 		}
 	}
 	defer stop()
-	if shards == 0 {
+	objs := tp.objects
+	if tp.native {
+		// Tidal is then the HPAs' only writer, as the docs ask.
+		startKCM, err := h.StopHPAController()
+		if err != nil {
+			return phaseResult{}, err
+		}
+		defer func() {
+			if err := startKCM(ctx); err != nil {
+				b.Errorf("start the HPA controller again: %v", err)
+			}
+		}()
+		a, err := h.StartNativeAutoscaler(ctx, harness.NativeAutoscalerOptions{Binary: bin, Args: args})
+		if err != nil {
+			return phaseResult{}, err
+		}
+		replicas = append(replicas, a)
+	} else if shards == 0 {
 		a, err := h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: bin, Args: args})
 		if err != nil {
 			return phaseResult{}, err
@@ -869,32 +902,10 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 	if err != nil {
 		return phaseResult{}, err
 	}
-	dyn, err := dynamic.NewForConfig(h.Admin)
-	if err != nil {
+	if err := objs.create(ctx, targets); err != nil {
 		return phaseResult{}, err
 	}
-	res := dyn.Resource(v1alpha1.GroupVersionResource)
-	if err := createAutoscalers(ctx, dyn, targets); err != nil {
-		return phaseResult{}, fmt.Errorf("create HorizontalAutoscalers: %w", err)
-	}
-	statuses := func(ctx context.Context) (map[int32]int, int, error) {
-		list, err := res.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, 0, err
-		}
-		desired, with := map[int32]int{}, 0
-		for _, u := range list.Items {
-			var ha v1alpha1.HorizontalAutoscaler
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ha); err != nil {
-				return nil, 0, err
-			}
-			if len(ha.Status.CurrentMetrics) > 0 {
-				with++
-			}
-			desired[ha.Status.DesiredReplicas]++
-		}
-		return desired, with, nil
-	}
+	statuses := objs.statuses
 	// The largest replica's queue, and the longest time an autoscaler
 	// waited between two reconciles (its own gauge, which holds every gap
 	// that ended in the last period and every open one).
@@ -966,18 +977,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 		}
 	}
 	// The next tidal phase (baseline) starts from no autoscalers again.
-	for ns := range cfg.namespaces {
-		if err := res.Namespace(fmt.Sprintf("bench-%d", ns)).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-			return r, err
-		}
-	}
-	return r, harness.WaitReady(ctx, nil, "HorizontalAutoscalers deleted", 2*time.Minute, func(ctx context.Context) error {
-		l, err := res.List(ctx, metav1.ListOptions{Limit: 1})
-		if err == nil && len(l.Items) > 0 {
-			err = fmt.Errorf("%s/%s and more left", l.Items[0].GetNamespace(), l.Items[0].GetName())
-		}
-		return err
-	})
+	return r, objs.deleteAll(ctx, cfg)
 }
 
 func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kubernetes.Interface, cfg config, targets []target, auditLog string) (phaseResult, error) {
@@ -985,32 +985,11 @@ func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kuberne
 	if !ok {
 		return phaseResult{}, fmt.Errorf("no HPA controller manager in the harness")
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for _, t := range targets {
-		g.Go(func() error {
-			hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: t.namespace}, Spec: spec(t)}
-			_, err := admin.AutoscalingV2().HorizontalPodAutoscalers(t.namespace).Create(gctx, hpa, metav1.CreateOptions{})
-			return err
-		})
+	objs := hpaFleet(admin)
+	if err := objs.create(ctx, targets); err != nil {
+		return phaseResult{}, err
 	}
-	if err := g.Wait(); err != nil {
-		return phaseResult{}, fmt.Errorf("create HPAs: %w", err)
-	}
-	statuses := func(ctx context.Context) (map[int32]int, int, error) {
-		list, err := admin.AutoscalingV2().HorizontalPodAutoscalers("").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, 0, err
-		}
-		desired, with := map[int32]int{}, 0
-		for _, hpa := range list.Items {
-			if len(hpa.Status.CurrentMetrics) > 0 {
-				with++
-			}
-			desired[hpa.Status.DesiredReplicas]++
-		}
-		return desired, with, nil
-	}
+	statuses := objs.statuses
 	var counter func(context.Context) (float64, error)
 	if profile := os.Getenv("TIDAL_BENCH_KCM_PROFILE"); profile != "" {
 		profiled := false
@@ -1039,18 +1018,7 @@ func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kuberne
 		return r, err
 	}
 	// The next kcm phase starts from no HPAs again, as tidal's does.
-	for ns := range cfg.namespaces {
-		if err := admin.AutoscalingV2().HorizontalPodAutoscalers(fmt.Sprintf("bench-%d", ns)).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-			return r, err
-		}
-	}
-	return r, harness.WaitReady(ctx, nil, "HPAs deleted", 2*time.Minute, func(ctx context.Context) error {
-		l, err := admin.AutoscalingV2().HorizontalPodAutoscalers("").List(ctx, metav1.ListOptions{Limit: 1})
-		if err == nil && len(l.Items) > 0 {
-			err = fmt.Errorf("%s/%s and more left", l.Items[0].Namespace, l.Items[0].Name)
-		}
-		return err
-	})
+	return r, objs.deleteAll(ctx, cfg)
 }
 
 // kcmProfile writes a CPU profile of one sync period of the controller

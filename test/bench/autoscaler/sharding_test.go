@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
@@ -340,19 +339,14 @@ func viewChangedAfter(t *testing.T, a *harness.Autoscaler, after time.Time) time
 }
 
 func createAutoscalers(ctx context.Context, dyn dynamic.Interface, targets []target) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for _, tg := range targets {
-		g.Go(func() error {
-			ha := &v1alpha1.HorizontalAutoscaler{
-				TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
-				ObjectMeta: metav1.ObjectMeta{Name: tg.name, Namespace: tg.namespace},
-				Spec:       v1alpha1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: spec(tg)},
-			}
-			return harness.CreateHorizontalAutoscaler(gctx, dyn, ha)
-		})
-	}
-	return g.Wait()
+	return createAll(ctx, targets, func(ctx context.Context, t target) error {
+		ha := &v1alpha1.HorizontalAutoscaler{
+			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
+			ObjectMeta: metav1.ObjectMeta{Name: t.name, Namespace: t.namespace},
+			Spec:       v1alpha1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: spec(t)},
+		}
+		return harness.CreateHorizontalAutoscaler(ctx, dyn, ha)
+	})
 }
 
 // withStatus counts the HorizontalAutoscalers whose status has metrics.

@@ -133,7 +133,7 @@ func newPlan(sz sizes, rounds int, peer, noop string) plan {
 	// starting a harness of its own.
 	moving := []string{"tidal", "kcm"}
 	if sz.fleet1k == sz.fleet10k && sz.fleet3k == sz.fleet10k {
-		moving = append(moving, sharded, bounded)
+		moving = append(moving, sharded, bounded, native)
 		fleet("fleet-10k-sharded", sz.fleet10k, "moving", moving...)
 	} else {
 		fleet("fleet-10k-sharded", sz.fleet10k, "moving", sharded, "tidal")
@@ -153,8 +153,15 @@ func newPlan(sz sizes, rounds int, peer, noop string) plan {
 	} else {
 		fleet("fleet-1k-steady", sz.fleet1k, "steady", "tidal")
 	}
-	fleet("fleet-3k-moving", sz.fleet3k, "moving", moving...)
-	fleet("fleet-10k-moving", sz.fleet10k, "moving", moving...)
+	// The 3k and 10k rows also run tidal in native mode, on kcm's own
+	// objects: what a status write costs kube-apiserver is then the same
+	// for both sides.
+	withNative := moving
+	if !slices.Contains(withNative, native) {
+		withNative = append(slices.Clone(moving), native)
+	}
+	fleet("fleet-3k-moving", sz.fleet3k, "moving", withNative...)
+	fleet("fleet-10k-moving", sz.fleet10k, "moving", withNative...)
 	// The closed loop's sides take turns inside the benchmark (only one
 	// adapter can own custom.metrics.k8s.io at a time): tidal, upstream,
 	// -rounds times.

@@ -28,3 +28,23 @@ func TestShardedJob(t *testing.T) {
 		t.Errorf("smoke sizes: the moving and sharded rows run %d jobs, want 1: %v", len(keys), keys)
 	}
 }
+
+// The 3k and 10k moving rows run tidal in native mode beside tidal and
+// kcm in every round; the other fleet rows do not.
+func TestNativeSide(t *testing.T) {
+	full := newPlan(fullSizes(), 2, "", "")
+	for _, tc := range []struct {
+		job, phases string
+	}{
+		{"fleet-3k-moving", "tidal,kcm,tidal-native,tidal,kcm,tidal-native"},
+		{"fleet-10k-moving", "tidal,kcm,tidal-native,tidal,kcm,tidal-native"},
+		{"fleet-1k-moving", "tidal,kcm,tidal-bounded,tidal,kcm,tidal-bounded"},
+		{"fleet-10k-steady", "tidal,kcm,tidal,kcm"},
+	} {
+		t.Run(tc.job, func(t *testing.T) {
+			if got := full.jobs[tc.job].env["TIDAL_BENCH_PHASES"]; got != tc.phases {
+				t.Errorf("phases %q, want %q", got, tc.phases)
+			}
+		})
+	}
+}
