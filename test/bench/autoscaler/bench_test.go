@@ -102,6 +102,9 @@ const (
 	kcmUser = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
 	// tidalUser is the identity harness.StartAutoscaler runs tidal as.
 	tidalUser = "system:serviceaccount:tidal-system:tidal-autoscaler"
+	// nativeServiceAccount, in tidal-system, is the identity of the
+	// tidal-native phases.
+	nativeServiceAccount = "tidal-autoscaler-native"
 )
 
 // syncPeriod is both controllers' sync period: 15 s, their default, unless
@@ -876,7 +879,9 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 				b.Errorf("start the HPA controller again: %v", err)
 			}
 		}()
-		a, err := h.StartNativeAutoscaler(ctx, harness.NativeAutoscalerOptions{Binary: bin, Args: args})
+		// Its own service account: the crd-mode phases' tidal-autoscaler
+		// ClusterRole has no rights on HPAs, and a second start keeps it.
+		a, err := h.StartNativeAutoscaler(ctx, harness.NativeAutoscalerOptions{Binary: bin, Args: args, ServiceAccount: nativeServiceAccount})
 		if err != nil {
 			return phaseResult{}, err
 		}
@@ -956,7 +961,11 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 	}
 	// One PodMetrics list per namespace and replica and period once every
 	// autoscaler is on its namespace's beat.
-	r, err := measure(ctx, b, cfg, procs, []string{tidalUser}, auditLog, statuses, queue, cfg.namespaces*len(replicas))
+	user := tidalUser
+	if tp.native {
+		user = "system:serviceaccount:" + a.Namespace + ":" + nativeServiceAccount
+	}
+	r, err := measure(ctx, b, cfg, procs, []string{user}, auditLog, statuses, queue, cfg.namespaces*len(replicas))
 	if err != nil {
 		return r, err
 	}
