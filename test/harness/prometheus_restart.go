@@ -80,20 +80,9 @@ func (h *Harness) RestartPrometheus(ctx context.Context) error {
 // starts it again with the same flags and waits until its /healthz answers.
 func (h *Harness) StopHPAController() (start func(ctx context.Context) error, err error) {
 	const name = "kube-controller-manager-hpa"
-	port := ""
-	h.mu.Lock()
-	for _, p := range h.procs {
-		if p.name == name {
-			for _, a := range p.cmd.Args {
-				if v, ok := strings.CutPrefix(a, "--secure-port="); ok {
-					port = v
-				}
-			}
-		}
-	}
-	h.mu.Unlock()
-	if port == "" {
-		return nil, errors.New(name + " is not running under this harness, or has no --secure-port")
+	port, err := h.SecurePort(name)
+	if err != nil {
+		return nil, err
 	}
 	client, err := insecureLocalClient()
 	if err != nil {
@@ -102,4 +91,22 @@ func (h *Harness) StopHPAController() (start func(ctx context.Context) error, er
 	return h.stopComponent(name, func(ctx context.Context) error {
 		return httpOK(ctx, client, "https://"+net.JoinHostPort("127.0.0.1", port)+"/healthz")
 	})
+}
+
+// SecurePort is the --secure-port of the harness's process name, for
+// reaching its /healthz or /debug/pprof.
+func (h *Harness) SecurePort(name string) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, p := range h.procs {
+		if p.name != name {
+			continue
+		}
+		for _, a := range p.cmd.Args {
+			if v, ok := strings.CutPrefix(a, "--secure-port="); ok {
+				return v, nil
+			}
+		}
+	}
+	return "", errors.New(name + " is not running under this harness, or has no --secure-port")
 }

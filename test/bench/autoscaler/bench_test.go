@@ -96,12 +96,15 @@ import (
 	"github.com/tidal-autoscaler/tidal/test/metricsserver"
 )
 
-const (
+var (
 	// kcmUser is the identity of the upstream HPA controller's requests
 	// (--use-service-account-credentials).
-	kcmUser = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
+	kcmUser = harness.HPAServiceAccount.User
 	// tidalUser is the identity harness.StartAutoscaler runs tidal as.
-	tidalUser = "system:serviceaccount:tidal-system:tidal-autoscaler"
+	tidalUser = harness.ServiceAccountIdentity("tidal-system", "tidal-autoscaler").User
+)
+
+const (
 	// nativeServiceAccount, in tidal-system, is the identity of the
 	// tidal-native phases.
 	nativeServiceAccount = "tidal-autoscaler-native"
@@ -963,7 +966,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 	// autoscaler is on its namespace's beat.
 	user := tidalUser
 	if tp.native {
-		user = "system:serviceaccount:" + a.Namespace + ":" + nativeServiceAccount
+		user = harness.ServiceAccountIdentity(a.Namespace, nativeServiceAccount).User
 	}
 	r, err := measure(ctx, b, cfg, procs, []string{user}, auditLog, statuses, queue, cfg.namespaces*len(replicas))
 	if err != nil {
@@ -1006,7 +1009,7 @@ func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kuberne
 			if !profiled {
 				profiled = true
 				go func() {
-					if err := kcmProfile(ctx, h, pid, profile); err != nil {
+					if err := kcmProfile(ctx, h, profile); err != nil {
 						b.Logf("kcm profile: %v", err)
 					}
 				}()
@@ -1030,22 +1033,12 @@ func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kuberne
 	return r, objs.deleteAll(ctx, cfg)
 }
 
-// kcmProfile writes a CPU profile of one sync period of the controller
-// manager pid, read from its secure port (found on its command line) as
-// the admin.
-func kcmProfile(ctx context.Context, h *harness.Harness, pid int, file string) error {
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+// kcmProfile writes a CPU profile of one sync period of the harness's HPA
+// controller manager, read from its secure port as the admin.
+func kcmProfile(ctx context.Context, h *harness.Harness, file string) error {
+	port, err := h.SecurePort("kube-controller-manager-hpa")
 	if err != nil {
 		return err
-	}
-	port := ""
-	for _, arg := range strings.Split(string(cmdline), "\x00") {
-		if v, ok := strings.CutPrefix(arg, "--secure-port="); ok {
-			port = v
-		}
-	}
-	if port == "" {
-		return fmt.Errorf("no --secure-port on the command line of %d", pid)
 	}
 	cfg := rest.CopyConfig(h.Admin)
 	// The controller manager's serving certificate is self-signed.
