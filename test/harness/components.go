@@ -236,12 +236,12 @@ func (h *Harness) startKubeComponent(ctx context.Context, name, bin, user string
 	if err != nil {
 		return err
 	}
-	client, err := insecureLocalClient()
-	if err != nil {
-		return err
-	}
 	return onFreePorts(1, func(ports []int) error {
 		port := ports[0]
+		ready, err := kubeComponentReady(fmt.Sprint(port))
+		if err != nil {
+			return err
+		}
 		args := append([]string{
 			"--kubeconfig=" + kubeconfig,
 			"--authentication-kubeconfig=" + kubeconfig,
@@ -255,10 +255,25 @@ func (h *Harness) startKubeComponent(ctx context.Context, name, bin, user string
 		if err != nil {
 			return err
 		}
-		return waitFor(ctx, p, name, 60*time.Second, func(ctx context.Context) error {
-			return httpOK(ctx, client, fmt.Sprintf("https://%s/healthz", hostPort(port)))
-		})
+		return waitFor(ctx, p, name, 60*time.Second, ready)
 	})
+}
+
+// HPAControllerProcess is the harness's name of the kube-controller-manager
+// that runs only the HPA controller (Options.HPAController): the key of
+// its pid in PIDs and the name SecurePort takes.
+const HPAControllerProcess = "kube-controller-manager-hpa"
+
+// kubeComponentReady is the readiness check of a kube-controller-manager or
+// kube-scheduler on 127.0.0.1:port: its /healthz answers 200 (over TLS
+// with its self-signed certificate).
+func kubeComponentReady(port string) (func(context.Context) error, error) {
+	client, err := insecureLocalClient()
+	if err != nil {
+		return nil, err
+	}
+	url := "https://" + net.JoinHostPort("127.0.0.1", port) + "/healthz"
+	return func(ctx context.Context) error { return httpOK(ctx, client, url) }, nil
 }
 
 func (h *Harness) startPrometheus(ctx context.Context) error {

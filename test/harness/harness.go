@@ -51,7 +51,8 @@ type Options struct {
 	// Prometheus runs Prometheus scraping the harness's exporter every second.
 	Prometheus bool
 	// HPAController runs a second kube-controller-manager with only the
-	// upstream HPA controller: the oracle for conformance tests.
+	// upstream HPA controller (process HPAControllerProcess): the oracle
+	// for conformance tests.
 	HPAController bool
 	// HPAControllerArgs are extra flags for that controller manager, such as
 	// --horizontal-pod-autoscaler-sync-period=5s.
@@ -192,7 +193,7 @@ func Start(ctx context.Context, opts Options) (h *Harness, err error) {
 		}
 	}
 	if opts.HPAController {
-		if err := h.startControllerManager(ctx, "kube-controller-manager-hpa", []string{"horizontal-pod-autoscaler-controller"}, opts.HPAControllerArgs); err != nil {
+		if err := h.startControllerManager(ctx, HPAControllerProcess, []string{"horizontal-pod-autoscaler-controller"}, opts.HPAControllerArgs); err != nil {
 			return h, err
 		}
 	}

@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -79,18 +78,15 @@ func (h *Harness) RestartPrometheus(ctx context.Context) error {
 // the only writer of the autoscaling/v2 HPAs, and returns a function that
 // starts it again with the same flags and waits until its /healthz answers.
 func (h *Harness) StopHPAController() (start func(ctx context.Context) error, err error) {
-	const name = "kube-controller-manager-hpa"
-	port, err := h.SecurePort(name)
+	port, err := h.SecurePort(HPAControllerProcess)
 	if err != nil {
 		return nil, err
 	}
-	client, err := insecureLocalClient()
+	ready, err := kubeComponentReady(port)
 	if err != nil {
 		return nil, err
 	}
-	return h.stopComponent(name, func(ctx context.Context) error {
-		return httpOK(ctx, client, "https://"+net.JoinHostPort("127.0.0.1", port)+"/healthz")
-	})
+	return h.stopComponent(HPAControllerProcess, ready)
 }
 
 // SecurePort is the --secure-port of the harness's process name, for

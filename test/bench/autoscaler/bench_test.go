@@ -229,6 +229,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	has := haFleet(dyn)
 	runs := map[string][]phaseResult{}
 	measured.pids = h.PIDs()
+	measured.pids[benchmarkProcess] = os.Getpid()
 	for _, phase := range cfg.phases {
 		var r phaseResult
 		began := time.Now()
@@ -266,6 +267,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		if r.sharded() {
 			b.Logf("%s: %s", phase, r.replicaSummary())
 		}
+		b.Logf("%s: the rest of the machine per period, in CPU-s: %v", phase, r.restPerPeriod)
 		if phase == "kcm" {
 			b.Logf("kcm: %d of %d HPAs read their target's /scale in the window; longest time between two reads of one: %s", r.visited, cfg.autoscalers, r.longestGap.Round(time.Millisecond))
 		} else {
@@ -333,6 +335,11 @@ func recordPhase(b *testing.B, cfg config, phase string, round int, r phaseResul
 		{Metric: "podmetrics-lists-per-period", Value: float64(r.requests.podMetricsLists()) / float64(cfg.periods), Unit: "requests"},
 		{Metric: "autoscalers", Value: float64(cfg.autoscalers), Unit: "objects"},
 	}
+	for _, p := range restProcesses {
+		if v, ok := r.restPerPeriod[p.name]; ok {
+			figures = append(figures, samples.Sample{Metric: p.metric, Value: v, Unit: "CPU-s"})
+		}
+	}
 	if phase == "kcm" {
 		figures = append(figures,
 			samples.Sample{Metric: "longest-visit-gap", Value: r.longestGap.Seconds(), Unit: "s"},
@@ -369,6 +376,21 @@ func recordPhase(b *testing.B, cfg config, phase string, round int, r phaseResul
 			b.Errorf("samples: %v", err)
 		}
 	}
+}
+
+// benchmarkProcess is this process in measured.pids: the test metrics
+// server, the usage jitter and the harness's own clients.
+const benchmarkProcess = "benchmark"
+
+// restProcesses are the processes besides the controller, kube-apiserver
+// and etcd whose CPU a window measures, each with its sample's metric: so
+// that a row bound by the machine says where the rest of the cores went.
+// kube-controller-manager runs the workload controllers, among them the
+// garbage collector, which watches every resource (the autoscalers too).
+var restProcesses = []struct{ name, metric string }{
+	{"kwok", "kwok-cpu-per-period"},
+	{"kube-controller-manager", "workload-controllers-cpu-per-period"},
+	{benchmarkProcess, "benchmark-cpu-per-period"},
 }
 
 // measured holds the control plane's process ids, whose CPU each phase's
@@ -568,6 +590,9 @@ type phaseResult struct {
 	// machinePerPeriod is every core's busy time in the same window, per
 	// period: all processes, the harness's and the benchmark's included.
 	machinePerPeriod float64
+	// restPerPeriod is the CPU seconds per period of each of restProcesses
+	// in the same window: what else the machine spent its cores on.
+	restPerPeriod map[string]float64
 	// from and to bound the measured window.
 	from, to time.Time
 	// longestGap is the longest time between two visits of one object in
@@ -738,6 +763,10 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 		return r, err
 	}
 	api0, etcd0 := cpuOf("kube-apiserver"), cpuOf("etcd")
+	rest0 := make(map[string]float64, len(restProcesses))
+	for _, p := range restProcesses {
+		rest0[p.name] = cpuOf(p.name)
+	}
 	machine0, err := harness.MachineBusySeconds()
 	if err != nil {
 		return r, err
@@ -762,6 +791,10 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 	}
 	r.apiserverPerPeriod = (cpuOf("kube-apiserver") - api0) / float64(cfg.periods)
 	r.etcdPerPeriod = (cpuOf("etcd") - etcd0) / float64(cfg.periods)
+	r.restPerPeriod = make(map[string]float64, len(restProcesses))
+	for _, p := range restProcesses {
+		r.restPerPeriod[p.name] = (cpuOf(p.name) - rest0[p.name]) / float64(cfg.periods)
+	}
 	machine1, err := harness.MachineBusySeconds()
 	if err != nil {
 		return r, err
@@ -993,7 +1026,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 }
 
 func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kubernetes.Interface, cfg config, targets []target, auditLog string) (phaseResult, error) {
-	pid, ok := h.PIDs()["kube-controller-manager-hpa"]
+	pid, ok := h.PIDs()[harness.HPAControllerProcess]
 	if !ok {
 		return phaseResult{}, fmt.Errorf("no HPA controller manager in the harness")
 	}
@@ -1036,7 +1069,7 @@ func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kuberne
 // kcmProfile writes a CPU profile of one sync period of the harness's HPA
 // controller manager, read from its secure port as the admin.
 func kcmProfile(ctx context.Context, h *harness.Harness, file string) error {
-	port, err := h.SecurePort("kube-controller-manager-hpa")
+	port, err := h.SecurePort(harness.HPAControllerProcess)
 	if err != nil {
 		return err
 	}

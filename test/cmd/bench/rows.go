@@ -276,6 +276,11 @@ func rows(p plan) []row {
 						reconciles: m("reconciles-per-period"), autoscalers: float64(n.count),
 						cpu: m("cpu-per-period"), apiserverCPU: m("kube-apiserver-cpu-per-period"), etcdCPU: m("etcd-cpu-per-period"), machine: m("machine-cpu-per-period"),
 						requests: m("requests-per-period"), cores: float64(runtime.NumCPU()), periodSeconds: sz.syncPeriod.Seconds(), qps: qps,
+						rest: []processCPU{
+							{"kwok", m("kwok-cpu-per-period")},
+							{"kube-controller-manager's workload controllers and garbage collector", m("workload-controllers-cpu-per-period")},
+							{"the benchmark's process (test metrics server, harness)", m("benchmark-cpu-per-period")},
+						},
 					})))
 				}
 				if c := ceilingNote(median(d.values(at(tidal, "reconciles-per-period"))), median(d.values(at(kcm, "reconciles-per-period"))), n.count); c != "" {

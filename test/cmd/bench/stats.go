@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // median is the middle value of xs (the mean of the two middle ones for
@@ -119,6 +120,35 @@ type sideFigures struct {
 	cores, periodSeconds                float64
 	// qps is the controller's client limit; 0: none known.
 	qps float64
+	// rest are the other processes' CPU-s in the same window (kwok, the
+	// workload controllers, the benchmark's process); none or NaN: not
+	// measured (runs before they were).
+	rest []processCPU
+}
+
+// processCPU is one process's CPU-s per period, named for a reader.
+type processCPU struct {
+	name string
+	cpu  float64
+}
+
+// restOfMachine says where the machine's busy time other than the
+// controller's, kube-apiserver's and etcd's went: each measured process,
+// and what none of them accounts for (the kernel, other processes).
+func restOfMachine(f sideFigures, machine float64) string {
+	parts := []string{}
+	left := machine - f.cpu - f.apiserverCPU - f.etcdCPU
+	for _, p := range f.rest {
+		if math.IsNaN(p.cpu) {
+			continue
+		}
+		parts = append(parts, p.name+" "+figure(p.cpu))
+		left -= p.cpu
+	}
+	if len(parts) == 0 {
+		return "the rest kwok, the metrics server and the harness"
+	}
+	return "the rest: " + strings.Join(parts, ", ") + ", unaccounted " + figure(max(left, 0))
 }
 
 // bound names what most likely limited a controller's reconciles per
@@ -141,8 +171,8 @@ func bound(f sideFigures) string {
 	case f.qps > 0 && f.requests >= 0.9*f.qps*f.periodSeconds:
 		return fmt.Sprintf("its client's QPS limit (%s requests per period, limit %s)", figure(f.requests), figure(f.qps*f.periodSeconds))
 	case machine >= 0.9*capacity:
-		return fmt.Sprintf("the machine's CPU (%s of %s CPU-s per period busy; it %s, kube-apiserver %s, etcd %s, the rest kwok, the metrics server and the harness)",
-			figure(machine), figure(capacity), figure(f.cpu), figure(f.apiserverCPU), figure(f.etcdCPU))
+		return fmt.Sprintf("the machine's CPU (%s of %s CPU-s per period busy; it %s, kube-apiserver %s, etcd %s; %s)",
+			figure(machine), figure(capacity), figure(f.cpu), figure(f.apiserverCPU), figure(f.etcdCPU), restOfMachine(f, machine))
 	case machine == 0 && control >= 0.9*capacity:
 		return fmt.Sprintf("the machine's CPU (with kube-apiserver and etcd: %s of %s CPU-s per period)", figure(control), figure(capacity))
 	default:

@@ -100,6 +100,7 @@ func TestBound(t *testing.T) {
 		{"own CPU", 500, 1000, 28, 0, 0, 29, 0, 0, "its own CPU"},
 		{"client QPS", 500, 1000, 5, 5, 1, 20, 2900, 200, "QPS limit"},
 		{"machine busy, control plane alone under the line", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "the machine's CPU (28.0 of 30.0"},
+		{"machine busy, the rest not measured (older runs)", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "etcd 1.80; the rest kwok, the metrics server and the harness)"},
 		{"machine not measured, control plane over the line", 500, 1000, 10, 14, 4, 0, 100, 200, "the machine's CPU (with kube-apiserver"},
 		{"machine not in the samples (older runs)", 500, 1000, 10, 14, 4, math.NaN(), 100, 200, "the machine's CPU (with kube-apiserver"},
 		{"machine measured and idle enough", 500, 1000, 10, 14, 4, 20, 100, 200, "not determined"},
@@ -110,6 +111,31 @@ func TestBound(t *testing.T) {
 				machine: tc.machine, requests: tc.requests, cores: 2, periodSeconds: 15, qps: tc.qps})
 			if !strings.Contains(got, tc.want) {
 				t.Errorf("bound = %q, want it to say %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRestOfMachine(t *testing.T) {
+	nan := math.NaN()
+	f := sideFigures{cpu: 4.5, apiserverCPU: 15.7, etcdCPU: 1.8}
+	for _, tc := range []struct {
+		name    string
+		rest    []processCPU
+		machine float64
+		want    string
+	}{
+		{"not measured", nil, 30, "the rest kwok, the metrics server and the harness"},
+		{"every one unknown", []processCPU{{"kwok", nan}}, 30, "the rest kwok, the metrics server and the harness"},
+		{"each named, the remainder unaccounted", []processCPU{{"kwok", 1.5}, {"bench", 3}}, 30, "the rest: kwok 1.50, bench 3.00, unaccounted 3.50"},
+		{"an unknown one left out", []processCPU{{"kwok", nan}, {"bench", 3}}, 30, "the rest: bench 3.00, unaccounted 5.00"},
+		{"measured over the machine's figure", []processCPU{{"kwok", 9}}, 30, "the rest: kwok 9.00, unaccounted 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := f
+			g.rest = tc.rest
+			if got := restOfMachine(g, tc.machine); got != tc.want {
+				t.Errorf("restOfMachine = %q, want %q", got, tc.want)
 			}
 		})
 	}
