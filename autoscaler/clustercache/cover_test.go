@@ -122,26 +122,38 @@ func TestCoverCovers(t *testing.T) {
 	}
 }
 
-// TestSelectorTrackerCover: the tracker's cover follows its selectors.
-func TestSelectorTrackerCover(t *testing.T) {
+// TestSelectorTrackerSelectors: the tracker hands out a namespace's
+// selectors, all and those of the keys asked for, as they follow puts and
+// deletes; their cover is what a shared list selects.
+func TestSelectorTrackerSelectors(t *testing.T) {
 	tr := NewSelectorTracker()
-	if _, ok := tr.Cover("ns"); ok {
-		t.Error("cover of an unknown namespace")
+	everyKey := func(string) bool { return true }
+	cover := func(sels []labels.Selector) string {
+		c, ok := CoverOf(sels)
+		if !ok {
+			return "none"
+		}
+		return c.String()
+	}
+	if kept, all := tr.Selectors("ns", everyKey); kept != nil || all != nil {
+		t.Errorf("selectors of an unknown namespace: %v, %v", kept, all)
 	}
 	tr.PutIfAbsent("ns", "ns/a", labels.Nothing())
 	tr.PutIfAbsent("ns", "ns/b", labels.Nothing())
-	if _, ok := tr.Cover("ns"); ok {
-		t.Error("cover while no autoscaler is reconciled")
+	if _, all := tr.Selectors("ns", everyKey); cover(all) != "none" {
+		t.Errorf("cover %q while no autoscaler is reconciled, want none", cover(all))
 	}
 	tr.PutIfPresent("ns", "ns/a", mustParse(t, "app=a"))
 	tr.PutIfPresent("ns", "ns/b", mustParse(t, "app=b"))
-	tr.PutIfAbsent("other", "other/c", mustParse(t, "app=c"))
-	if c, ok := tr.Cover("ns"); !ok || c.String() != "app in (a,b)" {
-		t.Errorf("cover %q, %v; want app in (a,b)", c.String(), ok)
+	tr.PutIfAbsent("ns", "ns/c", mustParse(t, "app=c"))
+	tr.PutIfAbsent("other", "other/d", mustParse(t, "app=d"))
+	kept, all := tr.Selectors("ns", func(key string) bool { return key != "ns/b" })
+	if cover(kept) != "app in (a,c)" || cover(all) != "app in (a,b,c)" {
+		t.Errorf("covers of the kept and all selectors %q, %q; want app in (a,c), app in (a,b,c)", cover(kept), cover(all))
 	}
 	tr.Delete("ns", "ns/b")
-	if c, ok := tr.Cover("ns"); !ok || c.String() != "app in (a)" {
-		t.Errorf("after a delete: cover %q, %v; want app in (a)", c.String(), ok)
+	if _, all := tr.Selectors("ns", everyKey); cover(all) != "app in (a,c)" {
+		t.Errorf("after a delete: cover %q; want app in (a,c)", cover(all))
 	}
 }
 

@@ -113,20 +113,24 @@ func (t *SelectorTracker) Count(namespace string) int {
 	return 0
 }
 
-// Cover returns a Cover of the namespace's registered selectors (see
-// CoverOf); false when they have none.
-func (t *SelectorTracker) Cover(namespace string) (Cover, bool) {
+// Selectors returns the selectors of the namespace's registered keys for
+// which keep reports true, and those of all its keys. keep is called with
+// the tracker read-locked: it must not call the tracker.
+func (t *SelectorTracker) Selectors(namespace string, keep func(key string) bool) (kept, all []labels.Selector) {
 	t.mu.RLock()
+	defer t.mu.RUnlock()
 	ns := t.namespaces[namespace]
-	var sels []labels.Selector
-	if ns != nil {
-		sels = make([]labels.Selector, 0, len(ns.byKey))
-		for _, sel := range ns.byKey {
-			sels = append(sels, sel)
+	if ns == nil {
+		return nil, nil
+	}
+	all = make([]labels.Selector, 0, len(ns.byKey))
+	for key, sel := range ns.byKey {
+		all = append(all, sel)
+		if keep(key) {
+			kept = append(kept, sel)
 		}
 	}
-	t.mu.RUnlock()
-	return CoverOf(sels)
+	return kept, all
 }
 
 // Delete unregisters key; it reports whether it was registered.

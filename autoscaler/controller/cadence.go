@@ -52,6 +52,14 @@ func (c *cadence) started(key string, now time.Time) time.Time {
 	return d
 }
 
+// dueBy reports whether key waits in the queue for a time at or before t.
+func (c *cadence) dueBy(key string, t time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.due[key]
+	return ok && !d.After(t)
+}
+
 // forget drops a deleted key.
 func (c *cadence) forget(key string) {
 	c.mu.Lock()

@@ -24,7 +24,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
-	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/decision"
 	"github.com/tidal-autoscaler/tidal/autoscaler/metrics"
 	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
@@ -260,32 +259,64 @@ func TestDeleteForgetsTheObject(t *testing.T) {
 // controller hands it.
 type coverRecorder struct {
 	metrics.Client
-	cover func(string) (clustercache.Cover, bool)
+	cover metrics.CoverFunc
 }
 
-func (c *coverRecorder) CoverNamespaceLists(f func(string) (clustercache.Cover, bool)) { c.cover = f }
+func (c *coverRecorder) CoverNamespaceLists(f metrics.CoverFunc) { c.cover = f }
 
-// TestNewCoversNamespaceLists: the metrics client's namespace lists are
-// covered by the selectors of the autoscalers the controller knows.
+// TestNewCoversNamespaceLists: the controller hands the metrics client a
+// cover for its shared namespace lists. On the namespace's beat (most of
+// its autoscalers due by the list's end) the list serves them all: the
+// whole namespace for one replica, all its autoscalers' pods for a sharded
+// one. Off the beat it covers only the autoscalers due by then, and the
+// reconcile making the list.
 func TestNewCoversNamespaceLists(t *testing.T) {
-	kube := fake.NewClientset()
-	factory := informers.NewSharedInformerFactory(kube, 0)
-	rec := &coverRecorder{Client: metrics.NewRESTClient(resourceMetricsFake(world{}).MetricsV1beta1(), customMetricsFake(world{}), externalMetricsFake(world{}))}
-	ctrl, err := New(context.Background(), Options{
-		Source: source.NativeSource(factory, kube.AutoscalingV2()), Pods: factory.Core().V1().Pods(),
-		Scales: &scalefake.FakeScaleClient{}, Mapper: meta.NewDefaultRESTMapper(nil), Metrics: rec,
-		Recorder: record.NewFakeRecorder(1), Decision: decision.DefaultConfig(), SyncPeriod: time.Hour, CoverLists: true,
-	})
-	must(t, err)
-	if rec.cover == nil {
-		t.Fatal("the controller handed the metrics client no cover")
-	}
-	for name, sel := range map[string]string{"a": "app=a", "b": "app in (b)"} {
-		parsed, err := labels.Parse(sel)
-		must(t, err)
-		ctrl.r.selectors.PutIfAbsent(ns, ns+"/"+name, parsed)
-	}
-	if c, ok := rec.cover(ns); !ok || c.String() != "app in (a,b)" {
-		t.Errorf("cover %q, %v; want app in (a,b)", c.String(), ok)
+	beat := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	until := beat.Add(2 * time.Second)
+	later := beat.Add(10 * time.Second)
+	for _, tc := range []struct {
+		name       string
+		coverLists bool
+		due        map[string]time.Time // a, b, c, d: app=a .. app=d
+		caller     string
+		want       string // "none": the whole namespace
+	}{
+		{"on the beat, one replica", false, map[string]time.Time{"a": beat, "b": beat, "c": beat, "d": beat}, "app=a", "none"},
+		{"on the beat, sharded", true, map[string]time.Time{"a": beat, "b": beat, "c": beat, "d": beat}, "app=a", "app in (a,b,c,d)"},
+		{"half due by the list's end is on the beat", false, map[string]time.Time{"a": beat, "b": beat, "c": later, "d": later}, "app=a", "none"},
+		{"off the beat, one replica", false, map[string]time.Time{"a": beat, "b": later, "c": later, "d": later}, "app=e", "app in (a,e)"},
+		{"off the beat, sharded", true, map[string]time.Time{"a": later, "b": beat.Add(-time.Minute), "c": later, "d": later}, "app=a", "app in (a,b)"},
+		{"off the beat, none other waiting", false, map[string]time.Time{}, "app=a", "app in (a)"},
+		{"off the beat, the caller not coverable", false, map[string]time.Time{"a": beat}, "tier=web", "none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kube := fake.NewClientset()
+			factory := informers.NewSharedInformerFactory(kube, 0)
+			rec := &coverRecorder{Client: metrics.NewRESTClient(resourceMetricsFake(world{}).MetricsV1beta1(), customMetricsFake(world{}), externalMetricsFake(world{}))}
+			ctrl, err := New(context.Background(), Options{
+				Source: source.NativeSource(factory, kube.AutoscalingV2()), Pods: factory.Core().V1().Pods(),
+				Scales: &scalefake.FakeScaleClient{}, Mapper: meta.NewDefaultRESTMapper(nil), Metrics: rec,
+				Recorder: record.NewFakeRecorder(1), Decision: decision.DefaultConfig(), SyncPeriod: time.Hour, CoverLists: tc.coverLists,
+			})
+			must(t, err)
+			if rec.cover == nil {
+				t.Fatal("the controller handed the metrics client no cover")
+			}
+			for _, name := range []string{"a", "b", "c", "d"} {
+				ctrl.r.selectors.PutIfAbsent(ns, ns+"/"+name, labels.SelectorFromSet(labels.Set{"app": name}))
+				if d, ok := tc.due[name]; ok {
+					ctrl.cadence.scheduled(ns+"/"+name, d)
+				}
+			}
+			caller, err := labels.Parse(tc.caller)
+			must(t, err)
+			got := "none"
+			if c, ok := rec.cover(ns, caller, until); ok {
+				got = c.String()
+			}
+			if got != tc.want {
+				t.Errorf("cover %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

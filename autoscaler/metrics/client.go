@@ -22,7 +22,6 @@ import (
 	externalclient "k8s.io/metrics/pkg/client/external_metrics"
 	"k8s.io/utils/clock"
 
-	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
 )
 
@@ -102,8 +101,9 @@ func (c resourceMetrics) ShareNamespaceLists(shared func(namespace string) bool)
 }
 
 // CoverNamespaceLists makes a shared list of a namespace's PodMetrics
-// select, with cover's selector, only the pods its autoscalers may use.
-func (c resourceMetrics) CoverNamespaceLists(cover func(namespace string) (clustercache.Cover, bool)) {
+// select, with cover's selector, only the pods of the autoscalers that
+// will read it.
+func (c resourceMetrics) CoverNamespaceLists(cover CoverFunc) {
 	c.pods.cover = cover
 }
 

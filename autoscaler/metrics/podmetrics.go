@@ -31,24 +31,31 @@ const podMetricsMaxAge = 2 * time.Second
 // due together, on their namespace's beat (see nextDue), so one list
 // serves them all each period. A namespace with a
 // single autoscaler is listed with its selector, as upstream does, so a
-// large namespace is not fetched for a few pods. With cover set (sharded
-// replicas only, controller.Options.CoverLists) several are listed with a
-// selector that covers theirs (clustercache.Cover) when they have one, so
-// only their pods are fetched.
+// large namespace is not fetched for a few pods. With cover set, a list
+// is made with the selector cover returns (clustercache.Cover) when there
+// is one, so that only the pods of the autoscalers that will read the list
+// are fetched: a sharded replica's own, or, off the beat, the few due
+// before the list expires.
 type podMetricsLister struct {
 	client resourceclient.PodMetricsesGetter
 	clock  clock.PassiveClock
 	// shared reports whether several autoscalers use the namespace; nil:
 	// never.
 	shared func(namespace string) bool
-	// cover returns a selector covering every autoscaler's of the
-	// namespace; nil, or false: list the whole namespace.
-	cover func(namespace string) (clustercache.Cover, bool)
+	// cover returns the selector a list of the namespace is made with;
+	// nil, or false: list the whole namespace.
+	cover CoverFunc
 
 	group singleflight.Group
 	mu    sync.Mutex
 	lists map[string]*namespaceList
 }
+
+// CoverFunc returns a selector covering the selector of the reconcile that
+// makes a namespace's shared PodMetrics list (caller) and those of the
+// autoscalers that will read the list before it expires (until: its round's
+// due time plus podMetricsMaxAge); false: list the whole namespace.
+type CoverFunc func(namespace string, caller labels.Selector, until time.Time) (clustercache.Cover, bool)
 
 type namespaceList struct {
 	items []metricsapi.PodMetrics
@@ -156,7 +163,11 @@ func (l *podMetricsLister) namespace(ctx context.Context, namespace string, sele
 		var opts metav1.ListOptions
 		var cover *clustercache.Cover
 		if l.cover != nil {
-			if c, ok := l.cover(namespace); ok && c.Covers(selector) {
+			round, ok := roundDue(ctx)
+			if !ok {
+				round = at
+			}
+			if c, ok := l.cover(namespace, selector, round.Add(podMetricsMaxAge)); ok && c.Covers(selector) {
 				cover = &c
 				opts.LabelSelector = c.String()
 			}

@@ -149,7 +149,10 @@ func TestPodMetricsListerCover(t *testing.T) {
 	a, b, c := labels.SelectorFromSet(labels.Set{"app": "a"}), labels.SelectorFromSet(labels.Set{"app": "b"}), labels.SelectorFromSet(labels.Set{"app": "c"})
 	tracker.PutIfAbsent(ns, ns+"/a", a)
 	tracker.PutIfAbsent(ns, ns+"/b", b)
-	l.cover = tracker.Cover
+	l.cover = func(namespace string, _ labels.Selector, _ time.Time) (clustercache.Cover, bool) {
+		_, all := tracker.Selectors(namespace, func(string) bool { return false })
+		return clustercache.CoverOf(all)
+	}
 	for i, step := range []struct {
 		sel       labels.Selector
 		want      []string
@@ -182,6 +185,47 @@ func TestPodMetricsListerCover(t *testing.T) {
 	}
 }
 
+// TestPodMetricsListerCoverAsks: the cover is asked for with the selector
+// of the read that makes the list and the time the list serves until: its
+// round's due time plus the max age, or, outside a round, now plus it.
+func TestPodMetricsListerCoverAsks(t *testing.T) {
+	due := now.Add(-40 * time.Second) // a reconcile far behind its time
+	for _, tc := range []struct {
+		name      string
+		ctx       context.Context
+		wantUntil time.Time
+	}{
+		{"in a round", WithRound(context.Background(), due), due.Add(podMetricsMaxAge)},
+		{"outside a round", context.Background(), now.Add(podMetricsMaxAge)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, lists := fakePodMetrics()
+			l := newPodMetricsLister(client.MetricsV1beta1(), testingclock.NewFakePassiveClock(now))
+			l.shared = func(string) bool { return true }
+			a := labels.SelectorFromSet(labels.Set{"app": "a"})
+			var gotCaller labels.Selector
+			var gotUntil time.Time
+			l.cover = func(_ string, caller labels.Selector, until time.Time) (clustercache.Cover, bool) {
+				gotCaller, gotUntil = caller, until
+				return clustercache.CoverOf([]labels.Selector{caller})
+			}
+			got, err := l.list(tc.ctx, ns, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(names(got), []string{"a-1", "a-2"}) {
+				t.Errorf("pods %v, want a-1, a-2", names(got))
+			}
+			if gotCaller == nil || gotCaller.String() != "app=a" || !gotUntil.Equal(tc.wantUntil) {
+				t.Errorf("cover asked with %v, %s; want app=a, %s", gotCaller, gotUntil, tc.wantUntil)
+			}
+			if g := lists(); !slices.Equal(g, []string{"app in (a)"}) {
+				t.Errorf("LISTs %q, want one with app in (a)", g)
+			}
+		})
+	}
+}
+
 // TestPodMetricsListerCoverConcurrent: reads sharing one request get their
 // own pods even when that request's cover leaves their selector out.
 func TestPodMetricsListerCoverConcurrent(t *testing.T) {
@@ -189,7 +233,7 @@ func TestPodMetricsListerCoverConcurrent(t *testing.T) {
 	l := newPodMetricsLister(client.MetricsV1beta1(), testingclock.NewFakePassiveClock(now))
 	l.shared = func(string) bool { return true }
 	covered := labels.SelectorFromSet(labels.Set{"app": "a"})
-	l.cover = func(string) (clustercache.Cover, bool) {
+	l.cover = func(string, labels.Selector, time.Time) (clustercache.Cover, bool) {
 		return clustercache.CoverOf([]labels.Selector{covered})
 	}
 	var wg sync.WaitGroup

@@ -70,6 +70,12 @@ func WithRound(ctx context.Context, due time.Time) context.Context {
 	return context.WithValue(ctx, roundKey{}, due)
 }
 
+// roundDue is the due time of the round ctx names; false when none.
+func roundDue(ctx context.Context) (time.Time, bool) {
+	due, ok := ctx.Value(roundKey{}).(time.Time)
+	return due, ok
+}
+
 // roundOf is the round ctx names, "" when none.
 func roundOf(ctx context.Context) string {
 	if due, ok := ctx.Value(roundKey{}).(time.Time); ok {
