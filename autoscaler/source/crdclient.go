@@ -1,6 +1,7 @@
 package source
 
 import (
+	jsonv2 "github.com/go-json-experiment/json"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,10 +39,45 @@ func newHAJSON() haJSON {
 		MediaTypeType:    "application",
 		MediaTypeSubType: "json",
 		EncodesAsText:    true,
-		Serializer:       s,
+		Serializer:       haDecoder{Serializer: s},
 		StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: eventSerializer{Serializer: s}, Framer: jsonmeta.Framer},
 	}}
 }
+
+// haDecoder decodes a HorizontalAutoscaler into a new object with
+// encoding/json/v2's semantics (github.com/go-json-experiment/json, the
+// module the standard library's package mirrors): about twice as fast as
+// the JSON serializer's sigs.k8s.io/json, with half the allocations
+// (BenchmarkHADecode), and it decodes every object of the watch, where
+// the controller's own status writes come back. For what the apiserver
+// sends for this CRD (valid JSON, pruned to the schema's fields, whose
+// names match the Go tags exactly) both give the same object: v2 matches
+// names case-sensitively as sigs.k8s.io/json does, ignores unknown
+// members, and calls the UnmarshalJSON of metav1.Time and
+// resource.Quantity; the types hold no interface values, where
+// sigs.k8s.io/json's int preservation would differ. Where v2 refuses
+// (duplicate names, invalid UTF-8, a value of the wrong type) the JSON
+// serializer decodes the document, so its answer, or its error, is the
+// one returned. Anything else (another kind, decoding into an object)
+// goes to the JSON serializer as before.
+type haDecoder struct {
+	runtime.Serializer
+}
+
+func (d haDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if into == nil {
+		if gvk, err := (jsonmeta.MetaFactory{}).Interpret(data); err == nil && *gvk == haKind {
+			ha := &v1alpha1.HorizontalAutoscaler{}
+			if jsonv2.Unmarshal(data, ha) == nil {
+				return ha, gvk, nil
+			}
+		}
+	}
+	return d.Serializer.Decode(data, defaults, into)
+}
+
+// haKind is the group, version and kind of a HorizontalAutoscaler.
+var haKind = v1alpha1.SchemeGroupVersion.WithKind(v1alpha1.Kind)
 
 // eventSerializer decodes watch events with jsonmeta.Event, and anything
 // else (or an event it cannot be sure of) with the JSON serializer. Its
