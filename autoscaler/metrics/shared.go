@@ -78,7 +78,7 @@ func roundDue(ctx context.Context) (time.Time, bool) {
 
 // roundOf is the round ctx names, "" when none.
 func roundOf(ctx context.Context) string {
-	if due, ok := ctx.Value(roundKey{}).(time.Time); ok {
+	if due, ok := roundDue(ctx); ok {
 		return strconv.FormatInt(due.UnixNano(), 10)
 	}
 	return ""

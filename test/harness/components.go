@@ -236,12 +236,13 @@ func (h *Harness) startKubeComponent(ctx context.Context, name, bin, user string
 	if err != nil {
 		return err
 	}
+	client, err := insecureLocalClient()
+	if err != nil {
+		return err
+	}
 	return onFreePorts(1, func(ports []int) error {
 		port := ports[0]
-		ready, err := kubeComponentReady(fmt.Sprint(port))
-		if err != nil {
-			return err
-		}
+		ready := kubeComponentReady(client, fmt.Sprint(port))
 		args := append([]string{
 			"--kubeconfig=" + kubeconfig,
 			"--authentication-kubeconfig=" + kubeconfig,
@@ -266,14 +267,10 @@ const HPAControllerProcess = "kube-controller-manager-hpa"
 
 // kubeComponentReady is the readiness check of a kube-controller-manager or
 // kube-scheduler on 127.0.0.1:port: its /healthz answers 200 (over TLS
-// with its self-signed certificate).
-func kubeComponentReady(port string) (func(context.Context) error, error) {
-	client, err := insecureLocalClient()
-	if err != nil {
-		return nil, err
-	}
+// with its self-signed certificate, so client is insecureLocalClient's).
+func kubeComponentReady(client *http.Client, port string) func(context.Context) error {
 	url := "https://" + net.JoinHostPort("127.0.0.1", port) + "/healthz"
-	return func(ctx context.Context) error { return httpOK(ctx, client, url) }, nil
+	return func(ctx context.Context) error { return httpOK(ctx, client, url) }
 }
 
 func (h *Harness) startPrometheus(ctx context.Context) error {

@@ -82,11 +82,11 @@ func (h *Harness) StopHPAController() (start func(ctx context.Context) error, er
 	if err != nil {
 		return nil, err
 	}
-	ready, err := kubeComponentReady(port)
+	client, err := insecureLocalClient()
 	if err != nil {
 		return nil, err
 	}
-	return h.stopComponent(HPAControllerProcess, ready)
+	return h.stopComponent(HPAControllerProcess, kubeComponentReady(client, port))
 }
 
 // SecurePort is the --secure-port of the harness's process name, for

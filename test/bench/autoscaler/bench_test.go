@@ -388,9 +388,9 @@ const benchmarkProcess = "benchmark"
 // kube-controller-manager runs the workload controllers, among them the
 // garbage collector, which watches every resource (the autoscalers too).
 var restProcesses = []struct{ name, metric string }{
-	{"kwok", "kwok-cpu-per-period"},
-	{"kube-controller-manager", "workload-controllers-cpu-per-period"},
-	{benchmarkProcess, "benchmark-cpu-per-period"},
+	{"kwok", samples.KwokCPU},
+	{"kube-controller-manager", samples.WorkloadControllersCPU},
+	{benchmarkProcess, samples.BenchmarkProcessCPU},
 }
 
 // measured holds the control plane's process ids, whose CPU each phase's

@@ -16,6 +16,15 @@ import (
 // Env names the file samples are appended to.
 const Env = "TIDAL_BENCH_SAMPLES"
 
+// The metrics of the fleet rows' processes besides the controller,
+// kube-apiserver and etcd, written by test/bench/autoscaler and named by
+// test/cmd/bench when the machine bounds a side: CPU-seconds per period.
+const (
+	KwokCPU                = "kwok-cpu-per-period"
+	WorkloadControllersCPU = "workload-controllers-cpu-per-period"
+	BenchmarkProcessCPU    = "benchmark-cpu-per-period"
+)
+
 // Sample is one figure of one side in one round of a benchmark row.
 type Sample struct {
 	// Row names what was measured, as the benchmark knows it (e.g.

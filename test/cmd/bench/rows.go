@@ -277,9 +277,9 @@ func rows(p plan) []row {
 						cpu: m("cpu-per-period"), apiserverCPU: m("kube-apiserver-cpu-per-period"), etcdCPU: m("etcd-cpu-per-period"), machine: m("machine-cpu-per-period"),
 						requests: m("requests-per-period"), cores: float64(runtime.NumCPU()), periodSeconds: sz.syncPeriod.Seconds(), qps: qps,
 						rest: []processCPU{
-							{"kwok", m("kwok-cpu-per-period")},
-							{"kube-controller-manager's workload controllers and garbage collector", m("workload-controllers-cpu-per-period")},
-							{"the benchmark's process (test metrics server, harness)", m("benchmark-cpu-per-period")},
+							{"kwok", m(samples.KwokCPU)},
+							{"kube-controller-manager's workload controllers and garbage collector", m(samples.WorkloadControllersCPU)},
+							{"the benchmark's process (test metrics server, harness)", m(samples.BenchmarkProcessCPU)},
 						},
 					})))
 				}
