@@ -32,8 +32,14 @@ var (
 // (BenchmarkWatchDecode).
 type haJSON struct{ info runtime.SerializerInfo }
 
+// newJSONSerializer is apimachinery's JSON serializer for haScheme, with
+// the kind read by jsonmeta.
+func newJSONSerializer() runtime.Serializer {
+	return kjson.NewSerializerWithOptions(jsonmeta.MetaFactory{}, haScheme, haScheme, kjson.SerializerOptions{})
+}
+
 func newHAJSON() haJSON {
-	s := kjson.NewSerializerWithOptions(jsonmeta.MetaFactory{}, haScheme, haScheme, kjson.SerializerOptions{})
+	s := newJSONSerializer()
 	return haJSON{runtime.SerializerInfo{
 		MediaType:        runtime.ContentTypeJSON,
 		MediaTypeType:    "application",
