@@ -48,6 +48,25 @@ func TidalBinary(ctx context.Context) (string, error) {
 	return buildPath, buildErr
 }
 
+// TidalBinaryAsync starts TidalBinary and returns a function that waits
+// for it, so that a test builds tidal while its control plane starts.
+// The function may be called more than once.
+func TidalBinaryAsync(ctx context.Context) func() (string, error) {
+	type built struct {
+		bin string
+		err error
+	}
+	c := make(chan built, 1)
+	go func() {
+		bin, err := TidalBinary(ctx)
+		c <- built{bin, err}
+	}()
+	return sync.OnceValues(func() (string, error) {
+		b := <-c
+		return b.bin, b.err
+	})
+}
+
 // RemoveTidalBinary deletes the binary TidalBinary built, if any; a later
 // TidalBinary builds it again.
 func RemoveTidalBinary() error {

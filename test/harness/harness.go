@@ -243,6 +243,20 @@ func (h *Harness) Stop() error {
 	return errors.Join(errs...)
 }
 
+// StopShared stops a harness that a package's TestMain shares between its
+// tests. Its files stay when something failed (their directory is named on
+// stderr, to read the servers' logs) and go with it otherwise, whatever
+// Options.KeepDir said.
+func (h *Harness) StopShared(failed bool) {
+	h.opts.KeepDir = failed
+	if failed {
+		fmt.Fprintf(os.Stderr, "harness files kept in %s\n", h.Dir)
+	}
+	if err := h.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop harness:", err)
+	}
+}
+
 // PIDs returns the process ids of the running servers, by name.
 func (h *Harness) PIDs() map[string]int {
 	h.mu.Lock()

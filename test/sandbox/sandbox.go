@@ -152,15 +152,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	// Build tidal while the control plane starts.
-	type built struct {
-		bin string
-		err error
-	}
-	binc := make(chan built, 1)
-	go func() {
-		bin, err := harness.TidalBinary(ctx)
-		binc <- built{bin, err}
-	}()
+	waitBin := harness.TidalBinaryAsync(ctx)
 
 	opts := harness.Full()
 	opts.Dir = cfg.Dir
@@ -178,11 +170,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			fmt.Fprintln(out, "sandbox: stop:", err)
 		}
 	}()
-	b := <-binc
-	if b.err != nil {
-		return nil, b.err
+	bin, err := waitBin()
+	if err != nil {
+		return nil, err
 	}
-	if err := setup(ctx, h, b.bin, cfg, out); err != nil {
+	if err := setup(ctx, h, bin, cfg, out); err != nil {
 		return nil, err
 	}
 	return drive(ctx, h, cfg)

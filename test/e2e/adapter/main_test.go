@@ -67,14 +67,7 @@ func TestMain(m *testing.M) {
 	env.h, env.setupErr = h, err
 	code := harness.RunTests(m)
 	if h != nil {
-		if code != 0 || env.setupErr != nil {
-			fmt.Fprintf(os.Stderr, "harness files kept in %s\n", h.Dir)
-		} else {
-			_ = os.RemoveAll(h.Dir)
-		}
-		if err := h.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop harness:", err)
-		}
+		h.StopShared(code != 0 || env.setupErr != nil)
 	}
 	os.Exit(code)
 }
@@ -86,7 +79,6 @@ func setup(ctx context.Context) (*harness.Harness, error) {
 	}
 	env.tidal = tidal
 	opts := harness.Full()
-	opts.KeepDir = true // removed by TestMain when everything passed
 	h, err := harness.Start(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -73,22 +73,13 @@ func TestClosedLoop(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	// Build tidal while the control plane starts.
-	type built struct {
-		bin string
-		err error
-	}
-	binc := make(chan built, 1)
-	go func() {
-		bin, err := harness.TidalBinary(ctx)
-		binc <- built{bin, err}
-	}()
+	waitBin := harness.TidalBinaryAsync(ctx)
 	h := harness.StartT(t, harness.Full())
-	b := <-binc
-	if b.err != nil {
-		t.Fatal(b.err)
+	bin, err := waitBin()
+	if err != nil {
+		t.Fatal(err)
 	}
-	l := setup(ctx, t, h, b.bin)
+	l := setup(ctx, t, h, bin)
 
 	if !t.Run("ScaleUp", func(t *testing.T) { l.scaleUp(ctx, t) }) {
 		return

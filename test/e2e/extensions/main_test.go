@@ -45,15 +45,8 @@ func TestMain(m *testing.M) {
 	if env.metrics != nil {
 		_ = env.metrics.Wait()
 	}
-	if h := env.h; h != nil {
-		if code != 0 || env.setupErr != nil {
-			fmt.Fprintf(os.Stderr, "harness files kept in %s\n", h.Dir)
-		} else {
-			_ = os.RemoveAll(h.Dir)
-		}
-		if err := h.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop harness:", err)
-		}
+	if env.h != nil {
+		env.h.StopShared(code != 0 || env.setupErr != nil)
 	}
 	os.Exit(code)
 }
@@ -61,15 +54,7 @@ func TestMain(m *testing.M) {
 // setup starts the shared environment; the metrics server runs until
 // runCtx ends.
 func setup(ctx, runCtx context.Context) error {
-	type built struct {
-		bin string
-		err error
-	}
-	binc := make(chan built, 1)
-	go func() {
-		bin, err := harness.TidalBinary(ctx)
-		binc <- built{bin, err}
-	}()
+	waitBin := harness.TidalBinaryAsync(ctx)
 	dir, err := os.MkdirTemp("", "tidal-e2e-extensions-")
 	if err != nil {
 		return err
@@ -79,14 +64,14 @@ func setup(ctx, runCtx context.Context) error {
 		Dir: dir, ControllerManager: true, Scheduler: true, Kwok: true,
 		Logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
 	})
-	b := <-binc
+	bin, binErr := waitBin()
 	if err != nil {
 		return err
 	}
-	if b.err != nil {
-		return b.err
+	if binErr != nil {
+		return binErr
 	}
-	env.tidal = b.bin
+	env.tidal = bin
 	h := env.h
 	if env.dyn, err = dynamic.NewForConfig(h.Admin); err != nil {
 		return err

@@ -66,13 +66,8 @@ func TestMain(m *testing.M) {
 	if env.proxy != nil {
 		env.proxy.Close()
 	}
-	if h := env.h; h != nil {
-		if code != 0 || err != nil {
-			fmt.Fprintf(os.Stderr, "harness files kept in %s (setup: %v)\n", h.Dir, err)
-		} else {
-			_ = os.RemoveAll(h.Dir)
-		}
-		_ = h.Stop()
+	if env.h != nil {
+		env.h.StopShared(code != 0 || err != nil)
 	}
 	os.Exit(code)
 }
@@ -82,9 +77,7 @@ func setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := harness.Full()
-	opts.KeepDir = true
-	h, err := harness.Start(ctx, opts)
+	h, err := harness.Start(ctx, harness.Full())
 	env.h = h
 	if err != nil {
 		return err

@@ -70,24 +70,14 @@ func TestGuard(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	binc := make(chan struct {
-		bin string
-		err error
-	}, 1)
-	go func() {
-		bin, err := harness.TidalBinary(ctx)
-		binc <- struct {
-			bin string
-			err error
-		}{bin, err}
-	}()
+	waitBin := harness.TidalBinaryAsync(ctx)
 	opts := harness.Full()
 	opts.HPAController = true
 	opts.HPAControllerArgs = append(opts.HPAControllerArgs, "--horizontal-pod-autoscaler-sync-period="+syncPeriod.String())
 	h := harness.StartT(t, opts)
-	b := <-binc
-	if b.err != nil {
-		t.Fatal(b.err)
+	bin, err := waitBin()
+	if err != nil {
+		t.Fatal(err)
 	}
 	dyn, err := dynamic.NewForConfig(h.Admin)
 	must(t, err)
@@ -114,7 +104,7 @@ func TestGuard(t *testing.T) {
 	ruleFile := filepath.Join(t.TempDir(), "rules.yaml")
 	must(t, os.WriteFile(ruleFile, []byte(rules), 0o644))
 	_, err = h.StartAdapter(ctx, harness.AdapterOptions{
-		Binary: b.bin, RuleFile: ruleFile,
+		Binary: bin, RuleFile: ruleFile,
 		Args:        []string{"--metrics-relist-interval=5s", "--query-cache-ttl=1s"},
 		APIServices: [][2]string{{"custom.metrics.k8s.io", "v1beta1"}, {"custom.metrics.k8s.io", "v1beta2"}},
 	})
@@ -124,7 +114,7 @@ func TestGuard(t *testing.T) {
 	_, err = h.ApplyCRDs(ctx, filepath.Join(root, "manifests", "crd"))
 	must(t, err)
 	sync := "--horizontal-pod-autoscaler-sync-period=" + syncPeriod.String()
-	_, err = h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: b.bin, Args: []string{sync, "--namespace=" + crdNS}})
+	_, err = h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: bin, Args: []string{sync, "--namespace=" + crdNS}})
 	must(t, err)
 
 	// guard-crd gets an HPA that the upstream controller scales to 3.
@@ -206,7 +196,7 @@ func TestGuard(t *testing.T) {
 			}
 		}
 		w.Stop()
-		_, err = h.StartNativeAutoscaler(ctx, harness.NativeAutoscalerOptions{Binary: b.bin, ServiceAccount: "tidal-native",
+		_, err = h.StartNativeAutoscaler(ctx, harness.NativeAutoscalerOptions{Binary: bin, ServiceAccount: "tidal-native",
 			Args: []string{sync, "--namespace=" + nativeNS}})
 		must(t, err)
 

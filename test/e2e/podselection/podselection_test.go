@@ -58,19 +58,11 @@ func TestBusiestPodsRemain(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	type built struct {
-		bin string
-		err error
-	}
-	binc := make(chan built, 1)
-	go func() {
-		bin, err := harness.TidalBinary(ctx)
-		binc <- built{bin, err}
-	}()
+	waitBin := harness.TidalBinaryAsync(ctx)
 	h := harness.StartT(t, harness.Full())
-	b := <-binc
-	if b.err != nil {
-		t.Fatal(b.err)
+	bin, err := waitBin()
+	if err != nil {
+		t.Fatal(err)
 	}
 	dyn, err := dynamic.NewForConfig(h.Admin)
 	must(t, err)
@@ -95,7 +87,7 @@ func TestBusiestPodsRemain(t *testing.T) {
 	ruleFile := filepath.Join(t.TempDir(), "rules.yaml")
 	must(t, os.WriteFile(ruleFile, []byte(rules), 0o644))
 	_, err = h.StartAdapter(ctx, harness.AdapterOptions{
-		Binary:   b.bin,
+		Binary:   bin,
 		RuleFile: ruleFile,
 		Args:     []string{"--metrics-relist-interval=5s", "--query-cache-ttl=1s"},
 		APIServices: [][2]string{
@@ -109,7 +101,7 @@ func TestBusiestPodsRemain(t *testing.T) {
 	_, err = h.ApplyCRDs(ctx, filepath.Join(root, "manifests", "crd"))
 	must(t, err)
 	_, err = h.StartAutoscaler(ctx, harness.AutoscalerOptions{
-		Binary: b.bin,
+		Binary: bin,
 		Args:   []string{"--horizontal-pod-autoscaler-sync-period=" + syncPeriod.String()},
 	})
 	must(t, err)
