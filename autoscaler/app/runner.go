@@ -97,7 +97,7 @@ func withProtobuf(cfg *rest.Config) *rest.Config {
 type runner struct {
 	cluster    clusterConfig
 	options    controller.Options // without Source, Pods, ScaleCache and Recorder, set by Run
-	crdClient  rest.Interface     // ModeCRD's
+	crdClients source.HAClients   // ModeCRD's
 	scheme     *runtime.Scheme
 	component  string
 	invalidate customclient.AvailableAPIsGetter
@@ -149,7 +149,7 @@ func newRunner(c clusterConfig) (*runner, error) {
 	switch c.Mode {
 	case source.ModeNative:
 	case source.ModeCRD:
-		if r.crdClient, err = source.NewHorizontalAutoscalerClient(c.REST); err != nil {
+		if r.crdClients, err = source.NewHorizontalAutoscalerClients(c.REST, c.Workers); err != nil {
 			return nil, fmt.Errorf("HorizontalAutoscaler client: %w", err)
 		}
 	default:
@@ -219,7 +219,7 @@ func (r *runner) newTerm() *term {
 	if c.Mode == source.ModeNative {
 		src = source.NativeSource(factory, c.Client.AutoscalingV2())
 	} else {
-		src = source.CRDSourceIn(r.crdClient, c.Namespace, c.SyncPeriod)
+		src = source.CRDSourceIn(r.crdClients, c.Namespace, c.SyncPeriod)
 		if c.GuardOtherWriters {
 			// Not waited for: without RBAC to list HPAs the guard knows
 			// nothing and the controller acts as without it.

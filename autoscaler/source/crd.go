@@ -94,22 +94,25 @@ type StatusWriter interface {
 
 // CRDSourceWith reconciles the HorizontalAutoscalers of informer, writing
 // their status with writer: for tests, and for transports other than
-// NewHorizontalAutoscalerClient's. The caller runs the informer.
+// NewHorizontalAutoscalerClients'. The caller runs the informer.
 func CRDSourceWith(informer cache.SharedIndexInformer, writer StatusWriter) Source {
 	return &crdSource{informer: informer, writer: writer}
 }
 
-// through client (see NewHorizontalAutoscalerClient); its informer
-// resyncs every resync and caches objects without their managed fields
-// (StripManagedFields). Run the informer (Informer().RunWithContext).
-func CRDSource(client rest.Interface, resync time.Duration) Source {
-	return CRDSourceIn(client, metav1.NamespaceAll, resync)
+// CRDSource reconciles the HorizontalAutoscalers listed and watched
+// through clients.Watch, writing their status through clients.Status (see
+// NewHorizontalAutoscalerClients); its informer resyncs every resync and
+// caches objects without their managed fields (StripManagedFields). Run
+// the informer (Informer().RunWithContext).
+func CRDSource(clients HAClients, resync time.Duration) Source {
+	return CRDSourceIn(clients, metav1.NamespaceAll, resync)
 }
 
 // CRDSourceIn is CRDSource for the HorizontalAutoscalers of one namespace
 // (metav1.NamespaceAll: every namespace), listed and watched there only,
 // so that a Role in that namespace is enough.
-func CRDSourceIn(client rest.Interface, namespace string, resync time.Duration) Source {
+func CRDSourceIn(clients HAClients, namespace string, resync time.Duration) Source {
+	client := clients.Watch
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			list := &v1alpha1.HorizontalAutoscalerList{}
@@ -124,7 +127,7 @@ func CRDSourceIn(client rest.Interface, namespace string, resync time.Duration) 
 	inf := cache.NewSharedIndexInformer(lw, &v1alpha1.HorizontalAutoscaler{}, resync,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	_ = inf.SetTransform(clustercache.CustomResourceTransform) // fails only once started
-	return &crdSource{informer: inf, writer: restStatusWriter{client}}
+	return &crdSource{informer: inf, writer: restStatusWriter{clients.Status}}
 }
 
 type restStatusWriter struct{ client rest.Interface }

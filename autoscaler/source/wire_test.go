@@ -235,11 +235,11 @@ func TestCRDSourceWatch(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
-	client, err := NewHorizontalAutoscalerClient(&rest.Config{Host: srv.URL})
+	clients, err := NewHorizontalAutoscalerClients(&rest.Config{Host: srv.URL}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	source := CRDSource(client, 0)
+	source := CRDSource(clients, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go source.Informer().RunWithContext(ctx)
