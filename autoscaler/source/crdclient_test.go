@@ -22,8 +22,9 @@ import (
 // HTTP/2 when they do not; both clients take from one rate limiter.
 func TestHAClientsProtocols(t *testing.T) {
 	var (
-		mu    sync.Mutex
-		proto = map[string]string{}
+		mu     sync.Mutex
+		proto  = map[string]string{}
+		status string // the status write's method and request URI
 	)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		kind := "list"
@@ -32,6 +33,9 @@ func TestHAClientsProtocols(t *testing.T) {
 		}
 		mu.Lock()
 		proto[kind] = r.Proto
+		if kind == "status" {
+			status = r.Method + " " + r.URL.RequestURI()
+		}
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		if kind == "list" {
@@ -80,6 +84,10 @@ func TestHAClientsProtocols(t *testing.T) {
 			}
 			if proto["status"] != tc.wantStatus {
 				t.Errorf("status write over %q, want %s", proto["status"], tc.wantStatus)
+			}
+			// The field manager names Tidal in the object's managedFields.
+			if want := "PUT /apis/autoscaling.tidal.dev/v1alpha1/namespaces/ns/horizontalautoscalers/web/status?fieldManager=" + FieldManager; status != want {
+				t.Errorf("status write %q, want %q", status, want)
 			}
 		})
 	}
