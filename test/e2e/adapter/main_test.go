@@ -78,8 +78,7 @@ func setup(ctx context.Context) (*harness.Harness, error) {
 		return nil, err
 	}
 	env.tidal = tidal
-	opts := harness.Full()
-	h, err := harness.Start(ctx, opts)
+	h, err := harness.Start(ctx, harness.Full())
 	if err != nil {
 		return nil, err
 	}

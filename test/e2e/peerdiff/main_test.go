@@ -64,8 +64,7 @@ func setup(ctx context.Context) (*harness.Harness, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := harness.Full()
-	h, err := harness.Start(ctx, opts)
+	h, err := harness.Start(ctx, harness.Full())
 	if err != nil {
 		return nil, err
 	}
