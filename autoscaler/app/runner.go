@@ -96,8 +96,9 @@ func withProtobuf(cfg *rest.Config) *rest.Config {
 // as a new leader does.
 type runner struct {
 	cluster    clusterConfig
-	options    controller.Options // without Source, Pods, ScaleCache and Recorder, set by Run
-	crdClients source.HAClients   // ModeCRD's
+	options    controller.Options     // without Source, Pods, ScaleCache and Recorder, set by Run
+	crdClients source.HAClients       // ModeCRD's
+	hpaStatus  source.HPAStatusWriter // ModeNative's
 	scheme     *runtime.Scheme
 	component  string
 	invalidate customclient.AvailableAPIsGetter
@@ -148,6 +149,11 @@ func newRunner(c clusterConfig) (*runner, error) {
 	r := &runner{cluster: c, invalidate: apiVersions, workers: c.Workers, client: c.Client}
 	switch c.Mode {
 	case source.ModeNative:
+		// The clientset's rate limiter, which its informers take from too.
+		limiter := c.Client.AutoscalingV2().RESTClient().GetRateLimiter()
+		if r.hpaStatus, err = source.NewHPAStatusWriter(withProtobuf(c.REST), limiter, c.Workers); err != nil {
+			return nil, fmt.Errorf("HorizontalPodAutoscaler status client: %w", err)
+		}
 	case source.ModeCRD:
 		if r.crdClients, err = source.NewHorizontalAutoscalerClients(c.REST, c.Workers); err != nil {
 			return nil, fmt.Errorf("HorizontalAutoscaler client: %w", err)
@@ -217,7 +223,7 @@ func (r *runner) newTerm() *term {
 
 	var src source.Source
 	if c.Mode == source.ModeNative {
-		src = source.NativeSource(factory, c.Client.AutoscalingV2())
+		src = source.NativeSourceWith(factory, r.hpaStatus)
 	} else {
 		src = source.CRDSourceIn(r.crdClients, c.Namespace, c.SyncPeriod)
 		if c.GuardOtherWriters {

@@ -8,6 +8,7 @@ import (
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/internal/jsonmeta"
@@ -178,14 +179,23 @@ func NewHorizontalAutoscalerClients(cfg *rest.Config, workers int) (HAClients, e
 	if workers > maxHTTP1StatusWriters {
 		return HAClients{Watch: watch, Status: watch}, nil
 	}
-	c := rest.CopyConfig(cfg)
-	c.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	c.RateLimiter = watch.GetRateLimiter()
-	status, err := newHAClient(c)
+	status, err := newHAClient(statusConfig(cfg, watch.GetRateLimiter(), workers))
 	if err != nil {
 		return HAClients{}, err
 	}
 	return HAClients{Watch: watch, Status: status}, nil
+}
+
+// statusConfig is cfg for the status writes of workers workers, taking
+// from limiter: over HTTP/1.1 when they fit in client-go's idle
+// connections (see NewHorizontalAutoscalerClients), over HTTP/2 when not.
+func statusConfig(cfg *rest.Config, limiter flowcontrol.RateLimiter, workers int) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.RateLimiter = limiter
+	if workers <= maxHTTP1StatusWriters {
+		c.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	}
+	return c
 }
 
 // newHAClient returns a REST client for autoscaling.tidal.dev/v1alpha1

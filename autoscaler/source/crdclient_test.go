@@ -9,57 +9,76 @@ import (
 	"sync"
 	"testing"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 )
 
-// TestHAClientsProtocols lists HorizontalAutoscalers and writes a status
-// through a TLS server that speaks HTTP/2 and HTTP/1.1, as kube-apiserver
-// does: the list (and so the watch) goes over HTTP/2, the status write over
-// HTTP/1.1 when the workers fit in the transport's idle connections, over
-// HTTP/2 when they do not; both clients take from one rate limiter.
-func TestHAClientsProtocols(t *testing.T) {
-	var (
-		mu     sync.Mutex
-		proto  = map[string]string{}
-		status string // the status write's method and request URI
-	)
+// seen is what a protocolServer saw of the last list and status write.
+type seen struct {
+	mu          sync.Mutex
+	proto       map[string]string // "list" or "status": the request's protocol
+	status      string            // the status write's method and request URI
+	contentType string            // the status write's
+}
+
+// protocolServer is a TLS server that speaks HTTP/2 and HTTP/1.1, as
+// kube-apiserver does. It answers a list with an empty
+// HorizontalAutoscalerList and a status write with statusBody, and cfg
+// reaches it.
+func protocolServer(t *testing.T, statusBody string) (*rest.Config, *seen) {
+	t.Helper()
+	s := &seen{proto: map[string]string{}}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		kind := "list"
 		if strings.HasSuffix(r.URL.Path, "/status") {
 			kind = "status"
 		}
-		mu.Lock()
-		proto[kind] = r.Proto
+		s.mu.Lock()
+		s.proto[kind] = r.Proto
 		if kind == "status" {
-			status = r.Method + " " + r.URL.RequestURI()
+			s.status = r.Method + " " + r.URL.RequestURI()
+			s.contentType = r.Header.Get("Content-Type")
 		}
-		mu.Unlock()
+		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		if kind == "list" {
 			_, _ = w.Write([]byte(`{"apiVersion":"autoscaling.tidal.dev/v1alpha1","kind":"HorizontalAutoscalerList","metadata":{"resourceVersion":"1"},"items":[]}`))
 			return
 		}
-		_, _ = w.Write([]byte(`{"apiVersion":"autoscaling.tidal.dev/v1alpha1","kind":"HorizontalAutoscaler","metadata":{"name":"web","namespace":"ns"}}`))
+		_, _ = w.Write([]byte(statusBody))
 	}))
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
-	defer srv.Close()
-	cfg := &rest.Config{Host: srv.URL, QPS: 50, Burst: 100, TLSClientConfig: rest.TLSClientConfig{
+	t.Cleanup(srv.Close)
+	return &rest.Config{Host: srv.URL, QPS: 50, Burst: 100, TLSClientConfig: rest.TLSClientConfig{
 		CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}),
-	}}
+	}}, s
+}
 
-	for _, tc := range []struct {
-		name       string
-		workers    int
-		wantStatus string
-	}{
-		{"default workers write over HTTP/1.1", 5, "HTTP/1.1"},
-		{"as many workers as idle connections", maxHTTP1StatusWriters, "HTTP/1.1"},
-		{"more workers than idle connections stay on HTTP/2", maxHTTP1StatusWriters + 1, "HTTP/2.0"},
-	} {
+// statusProtocolCases are the worker counts either side of client-go's
+// idle connections per host, with the protocol the status writes use.
+var statusProtocolCases = []struct {
+	name       string
+	workers    int
+	wantStatus string
+}{
+	{"default workers write over HTTP/1.1", 5, "HTTP/1.1"},
+	{"as many workers as idle connections", maxHTTP1StatusWriters, "HTTP/1.1"},
+	{"more workers than idle connections stay on HTTP/2", maxHTTP1StatusWriters + 1, "HTTP/2.0"},
+}
+
+// TestHAClientsProtocols lists HorizontalAutoscalers and writes a status:
+// the list (and so the watch) goes over HTTP/2, the status write over
+// HTTP/1.1 when the workers fit in the transport's idle connections, over
+// HTTP/2 when they do not; both clients take from one rate limiter.
+func TestHAClientsProtocols(t *testing.T) {
+	cfg, seen := protocolServer(t, `{"apiVersion":"autoscaling.tidal.dev/v1alpha1","kind":"HorizontalAutoscaler","metadata":{"name":"web","namespace":"ns"}}`)
+	for _, tc := range statusProtocolCases {
 		t.Run(tc.name, func(t *testing.T) {
 			clients, err := NewHorizontalAutoscalerClients(cfg, tc.workers)
 			if err != nil {
@@ -77,17 +96,53 @@ func TestHAClientsProtocols(t *testing.T) {
 			if err := CRDSource(clients, 0).UpdateStatus(ctx, haObject{ha}); err != nil {
 				t.Fatal(err)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if proto["list"] != "HTTP/2.0" {
-				t.Errorf("list over %q, want HTTP/2.0", proto["list"])
+			seen.mu.Lock()
+			defer seen.mu.Unlock()
+			if seen.proto["list"] != "HTTP/2.0" {
+				t.Errorf("list over %q, want HTTP/2.0", seen.proto["list"])
 			}
-			if proto["status"] != tc.wantStatus {
-				t.Errorf("status write over %q, want %s", proto["status"], tc.wantStatus)
+			if seen.proto["status"] != tc.wantStatus {
+				t.Errorf("status write over %q, want %s", seen.proto["status"], tc.wantStatus)
 			}
 			// The field manager names Tidal in the object's managedFields.
-			if want := "PUT /apis/autoscaling.tidal.dev/v1alpha1/namespaces/ns/horizontalautoscalers/web/status?fieldManager=" + FieldManager; status != want {
-				t.Errorf("status write %q, want %q", status, want)
+			if want := "PUT /apis/autoscaling.tidal.dev/v1alpha1/namespaces/ns/horizontalautoscalers/web/status?fieldManager=" + FieldManager; seen.status != want {
+				t.Errorf("status write %q, want %q", seen.status, want)
+			}
+		})
+	}
+}
+
+// TestHPAStatusWriterProtocols writes an HPA's status as native mode does:
+// in protobuf, over HTTP/1.1 when the workers fit in the transport's idle
+// connections, with the rate limiter given, and without decoding the
+// answer (here one no decoder would take).
+func TestHPAStatusWriterProtocols(t *testing.T) {
+	cfg, seen := protocolServer(t, `not an object`)
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	limiter := flowcontrol.NewTokenBucketRateLimiter(50, 100)
+	for _, tc := range statusProtocolCases {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := NewHPAStatusWriter(cfg, limiter, tc.workers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := w.(restHPAWriter).client.GetRateLimiter(); got != limiter {
+				t.Error("the status writes have a rate limiter of their own; want the one given")
+			}
+			hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
+			if err := w.UpdateStatus(context.Background(), hpa); err != nil {
+				t.Fatal(err)
+			}
+			seen.mu.Lock()
+			defer seen.mu.Unlock()
+			if seen.proto["status"] != tc.wantStatus {
+				t.Errorf("status write over %q, want %s", seen.proto["status"], tc.wantStatus)
+			}
+			if want := "PUT /apis/autoscaling/v2/namespaces/ns/horizontalpodautoscalers/web/status?fieldManager=" + FieldManager; seen.status != want {
+				t.Errorf("status write %q, want %q", seen.status, want)
+			}
+			if seen.contentType != runtime.ContentTypeProtobuf {
+				t.Errorf("status write sent %q, want %s", seen.contentType, runtime.ContentTypeProtobuf)
 			}
 		})
 	}

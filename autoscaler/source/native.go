@@ -13,7 +13,9 @@ import (
 	"k8s.io/client-go/informers"
 	autoscalingclient "k8s.io/client-go/kubernetes/typed/autoscaling/v2"
 	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 )
@@ -115,14 +117,57 @@ func ObjectOfHPA(hpa *autoscalingv2.HorizontalPodAutoscaler) Object { return hpa
 type nativeSource struct {
 	informer cache.SharedIndexInformer
 	lister   autoscalinglisters.HorizontalPodAutoscalerLister
-	client   autoscalingclient.HorizontalPodAutoscalersGetter
+	writer   HPAStatusWriter
+}
+
+// HPAStatusWriter writes a HorizontalPodAutoscaler's status subresource.
+type HPAStatusWriter interface {
+	UpdateStatus(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) error
 }
 
 // NativeSource reconciles autoscaling/v2 HorizontalPodAutoscalers from the
-// factory's informer, writing status through client.
+// factory's informer, writing status through client (a clientset's, or a
+// fake's in tests).
 func NativeSource(factory informers.SharedInformerFactory, client autoscalingclient.HorizontalPodAutoscalersGetter) Source {
+	return NativeSourceWith(factory, typedHPAWriter{client})
+}
+
+// NativeSourceWith is NativeSource writing status with writer, such as
+// NewHPAStatusWriter's.
+func NativeSourceWith(factory informers.SharedInformerFactory, writer HPAStatusWriter) Source {
 	inf := factory.Autoscaling().V2().HorizontalPodAutoscalers()
-	return &nativeSource{informer: inf.Informer(), lister: inf.Lister(), client: client}
+	return &nativeSource{informer: inf.Informer(), lister: inf.Lister(), writer: writer}
+}
+
+type typedHPAWriter struct {
+	client autoscalingclient.HorizontalPodAutoscalersGetter
+}
+
+func (w typedHPAWriter) UpdateStatus(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) error {
+	_, err := w.client.HorizontalPodAutoscalers(hpa.Namespace).UpdateStatus(ctx, hpa, metav1.UpdateOptions{FieldManager: FieldManager})
+	return err
+}
+
+// NewHPAStatusWriter writes HorizontalPodAutoscalers' status as crd mode
+// writes HorizontalAutoscalers' (NewHorizontalAutoscalerClients): over
+// HTTP/1.1 when workers fit in client-go's idle connections, taking from
+// limiter (the clientset's, shared with the informers), without decoding
+// the answer (the informer delivers the written object). cfg gives the
+// credentials and the content type (protobuf, as the clientset's).
+func NewHPAStatusWriter(cfg *rest.Config, limiter flowcontrol.RateLimiter, workers int) (HPAStatusWriter, error) {
+	c, err := autoscalingclient.NewForConfig(statusConfig(cfg, limiter, workers))
+	if err != nil {
+		return nil, err
+	}
+	return restHPAWriter{c.RESTClient()}, nil
+}
+
+type restHPAWriter struct{ client rest.Interface }
+
+func (w restHPAWriter) UpdateStatus(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) error {
+	return w.client.Put().Namespace(hpa.Namespace).Resource("horizontalpodautoscalers").Name(hpa.Name).SubResource("status").
+		Param("fieldManager", FieldManager).
+		Body(hpa).Do(ctx).Error()
 }
 
 func (s *nativeSource) Kind() string                        { return "HorizontalPodAutoscaler" }
@@ -141,8 +186,7 @@ func (s *nativeSource) UpdateStatus(ctx context.Context, obj Object) error {
 	if !ok {
 		return fmt.Errorf("native mode cannot write a %T", obj.Runtime())
 	}
-	_, err := s.client.HorizontalPodAutoscalers(hpa.Namespace).UpdateStatus(ctx, hpa.HorizontalPodAutoscaler, metav1.UpdateOptions{FieldManager: FieldManager})
-	return err
+	return s.writer.UpdateStatus(ctx, hpa.HorizontalPodAutoscaler)
 }
 
 // crdSource reconciles HorizontalAutoscalers from a typed informer over a

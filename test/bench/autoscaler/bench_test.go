@@ -39,7 +39,8 @@
 // TIDAL_BENCH_QPS (200: both controllers' --kube-api-qps, burst 1.5
 // times; Tidal's default is 100), TIDAL_BENCH_PHASES ("tidal,kcm"; also
 // "baseline": TIDAL_BENCH_BASELINE, another tidal binary, run the same
-// way, for before/after ratios from one run; "tidal-sharded";
+// way, for before/after ratios from one run, and "baseline-native", the
+// same in native mode; "tidal-sharded";
 // "tidal-native": `tidal autoscaler --mode=native` on autoscaling/v2 HPAs,
 // kcm's own objects, with kcm's HPA controller stopped for the phase; a
 // phase named twice reports its mean, so "tidal,baseline,baseline,tidal"
@@ -254,6 +255,13 @@ func BenchmarkReconcileFleet(b *testing.B) {
 				break
 			}
 			r, err = runTidal(ctx, b, h, base, cfg, targets, auditLog, tidalPhase{objects: has})
+		case "baseline-native":
+			base := os.Getenv("TIDAL_BENCH_BASELINE")
+			if base == "" {
+				err = fmt.Errorf("phase baseline-native needs TIDAL_BENCH_BASELINE, a tidal binary")
+				break
+			}
+			r, err = runTidal(ctx, b, h, base, cfg, targets, auditLog, tidalPhase{objects: hpaFleet(admin), native: true})
 		case "kcm":
 			r, err = runKCM(ctx, b, h, admin, cfg, targets, auditLog)
 		default:
@@ -305,6 +313,9 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	}
 	if t, base := results["tidal"], results["baseline"]; t.cpuPerPeriod > 0 && base.cpuPerPeriod > 0 {
 		b.ReportMetric(t.cpuPerPeriod/base.cpuPerPeriod, "cpu-ratio-to-baseline")
+	}
+	if t, base := results["tidal-native"], results["baseline-native"]; t.cpuPerPeriod > 0 && base.cpuPerPeriod > 0 {
+		b.ReportMetric(t.cpuPerPeriod/base.cpuPerPeriod, "native-cpu-ratio-to-baseline")
 	}
 	if t, k := results["tidal-native"], results["kcm"]; t.reconcilesPerPeriod > 0 && k.reconcilesPerPeriod > 0 {
 		b.ReportMetric(t.reconcilesPerPeriod/k.reconcilesPerPeriod, "native-reconciles-ratio")
