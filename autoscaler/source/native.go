@@ -165,9 +165,7 @@ func NewHPAStatusWriter(cfg *rest.Config, limiter flowcontrol.RateLimiter, worke
 type restHPAWriter struct{ client rest.Interface }
 
 func (w restHPAWriter) UpdateStatus(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) error {
-	return w.client.Put().Namespace(hpa.Namespace).Resource("horizontalpodautoscalers").Name(hpa.Name).SubResource("status").
-		Param("fieldManager", FieldManager).
-		Body(hpa).Do(ctx).Error()
+	return putStatus(ctx, w.client, "horizontalpodautoscalers", hpa.Namespace, hpa.Name, hpa)
 }
 
 func (s *nativeSource) Kind() string                        { return "HorizontalPodAutoscaler" }
