@@ -139,10 +139,13 @@ func newPlan(sz sizes, rounds int, peer, noop string) plan {
 		fleet("fleet-10k-sharded", sz.fleet10k, "moving", sharded, "tidal")
 	}
 	// The 1k row also measures the status bound on (tidal-bounded), the
-	// issue's "with it on and off".
-	oneK := moving
-	if !slices.Contains(oneK, bounded) {
-		oneK = append(slices.Clone(moving), bounded)
+	// issue's "with it on and off", and native mode (tidal-native), whose
+	// status writes are protobuf HPAs, as kcm's.
+	oneK := slices.Clone(moving)
+	for _, side := range []string{bounded, native} {
+		if !slices.Contains(oneK, side) {
+			oneK = append(oneK, side)
+		}
 	}
 	fleet("fleet-1k-moving", sz.fleet1k, "moving", oneK...)
 	fleet("fleet-10k-steady", sz.fleet10k, "steady", "tidal", "kcm")

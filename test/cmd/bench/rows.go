@@ -219,7 +219,7 @@ func rows(p plan) []row {
 	fleetAt := func(j, side, metric string) ref { return ref{job: j, row: "fleet", side: side, metric: metric} }
 	var moving1k []ref
 	for _, m := range []string{"cpu-per-period", "requests-per-period", "reconciles-per-period", "longest-visit-gap", "machine-cpu-per-period"} {
-		moving1k = append(moving1k, fleetAt("fleet-1k-moving", tidal, m), fleetAt("fleet-1k-moving", bounded, m), fleetAt("fleet-1k-moving", kcm, m))
+		moving1k = append(moving1k, fleetAt("fleet-1k-moving", tidal, m), fleetAt("fleet-1k-moving", bounded, m), fleetAt("fleet-1k-moving", native, m), fleetAt("fleet-1k-moving", kcm, m))
 	}
 	out = append(out, row{
 		id: "fleet-1k", title: fmt.Sprintf("%s autoscalers x %d pods, %s sync, usage moving", count(sz.fleet1k), sz.fleetPods, sz.syncPeriod),
@@ -228,6 +228,7 @@ func rows(p plan) []row {
 			{text: "CPU per period <= 0.2 of kcm's", num: fleetAt("fleet-1k-moving", tidal, "cpu-per-period"), den: fleetAt("fleet-1k-moving", kcm, "cpu-per-period"), op: atMost, bound: 0.2},
 			{text: "API requests per period <= 0.33 of kcm's", num: fleetAt("fleet-1k-moving", tidal, "requests-per-period"), den: fleetAt("fleet-1k-moving", kcm, "requests-per-period"), op: atMost, bound: 0.33},
 			{text: "with --status-metrics-min-interval=60s: CPU per period <= 0.2 of kcm's", num: fleetAt("fleet-1k-moving", bounded, "cpu-per-period"), den: fleetAt("fleet-1k-moving", kcm, "cpu-per-period"), op: atMost, bound: 0.2},
+			{text: "in native mode (kcm's own objects, autoscaling/v2 HPAs): CPU per period <= 0.2 of kcm's", num: fleetAt("fleet-1k-moving", native, "cpu-per-period"), den: fleetAt("fleet-1k-moving", kcm, "cpu-per-period"), op: atMost, bound: 0.2},
 		},
 	})
 
