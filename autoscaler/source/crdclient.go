@@ -176,9 +176,6 @@ func NewHorizontalAutoscalerClients(cfg *rest.Config, workers int) (HAClients, e
 	if err != nil {
 		return HAClients{}, err
 	}
-	if workers > maxHTTP1StatusWriters {
-		return HAClients{Watch: watch, Status: watch}, nil
-	}
 	status, err := newHAClient(statusConfig(cfg, watch.GetRateLimiter(), workers))
 	if err != nil {
 		return HAClients{}, err
