@@ -248,20 +248,17 @@ func BenchmarkReconcileFleet(b *testing.B) {
 			// kcm's own objects, autoscaling/v2 HPAs (protobuf, no
 			// schema), with kcm's HPA controller stopped.
 			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: hpaFleet(admin), native: true})
-		case "baseline":
+		case "baseline", "baseline-native":
 			base := os.Getenv("TIDAL_BENCH_BASELINE")
 			if base == "" {
-				err = fmt.Errorf("phase baseline needs TIDAL_BENCH_BASELINE, a tidal binary")
+				err = fmt.Errorf("phase %s needs TIDAL_BENCH_BASELINE, a tidal binary", phase)
 				break
 			}
-			r, err = runTidal(ctx, b, h, base, cfg, targets, auditLog, tidalPhase{objects: has})
-		case "baseline-native":
-			base := os.Getenv("TIDAL_BENCH_BASELINE")
-			if base == "" {
-				err = fmt.Errorf("phase baseline-native needs TIDAL_BENCH_BASELINE, a tidal binary")
-				break
+			ph := tidalPhase{objects: has}
+			if phase == "baseline-native" {
+				ph = tidalPhase{objects: hpaFleet(admin), native: true}
 			}
-			r, err = runTidal(ctx, b, h, base, cfg, targets, auditLog, tidalPhase{objects: hpaFleet(admin), native: true})
+			r, err = runTidal(ctx, b, h, base, cfg, targets, auditLog, ph)
 		case "kcm":
 			r, err = runKCM(ctx, b, h, admin, cfg, targets, auditLog)
 		default:
@@ -724,25 +721,42 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 		}
 		time.Sleep(2 * time.Second)
 	}
+	hasCounter := false
+	for _, p := range procs {
+		hasCounter = hasCounter || p.counter != nil
+	}
+	// sample reads every process's CPU times and counter.
+	type sample struct{ user, sys, n float64 }
+	read := func() ([]sample, error) {
+		out := make([]sample, len(procs))
+		for i, p := range procs {
+			var err error
+			if out[i].user, out[i].sys, err = harness.CPUTimes(p.pid); err != nil {
+				return nil, err
+			}
+			if p.counter != nil {
+				if out[i].n, err = p.counter(ctx); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return out, nil
+	}
 	// Objects may have had a status before the phase (native mode's are
 	// kcm's HPAs): wait for the phase's own controllers to reconcile each
 	// once, or settle would start while they are still starting and their
 	// queues hold every object. (kcm's phase, which does not settle, has
 	// no reconcile counter.)
-	for settleLists > 0 {
-		var n float64
-		counted := false
-		for _, p := range procs {
-			if p.counter == nil {
-				continue
-			}
-			c, err := p.counter(ctx)
-			if err != nil {
-				return r, err
-			}
-			n, counted = n+c, true
+	for settleLists > 0 && hasCounter {
+		s, err := read()
+		if err != nil {
+			return r, err
 		}
-		if !counted || n >= float64(cfg.autoscalers) {
+		var n float64
+		for _, x := range s {
+			n += x.n
+		}
+		if n >= float64(cfg.autoscalers) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -769,27 +783,6 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 		}
 		r.settlePeriods = periods
 		b.Logf("%d PodMetrics lists in the last of %d periods waited for the autoscalers to join their namespaces' beats (settled at %d or fewer, or behind)", lists, periods, settleLists)
-	}
-	hasCounter := false
-	for _, p := range procs {
-		hasCounter = hasCounter || p.counter != nil
-	}
-	// sample reads every process's CPU times and counter.
-	type sample struct{ user, sys, n float64 }
-	read := func() ([]sample, error) {
-		out := make([]sample, len(procs))
-		for i, p := range procs {
-			var err error
-			if out[i].user, out[i].sys, err = harness.CPUTimes(p.pid); err != nil {
-				return nil, err
-			}
-			if p.counter != nil {
-				if out[i].n, err = p.counter(ctx); err != nil {
-					return nil, err
-				}
-			}
-		}
-		return out, nil
 	}
 	if measured.onWindow != nil {
 		measured.onWindow(ctx, time.Duration(cfg.periods)*syncPeriod)
