@@ -41,8 +41,8 @@ const (
 // {"status": ..., "data": [{label: value, ...}, ...], "errorType": ...,
 // "error": ...}, other keys ignored. It accepts exactly the documents
 // encoding/json accepts, with the same meaning (a repeated key: the last
-// wins; a null data: no series), and requires every label value to be a
-// string.
+// wins; a null data: no series), and requires every label value, a repeated
+// label's first too, to be a string (as decoding into map[string]string does).
 func Read(r io.Reader) (Response, error) {
 	return ReadLimited(r, 0)
 }

@@ -288,7 +288,8 @@ func FuzzReadSeries(f *testing.F) {
 // referenceSeries decodes a series response with encoding/json: the
 // document must be valid JSON and an object; for each key the last
 // occurrence wins; status, errorType and error count only when strings;
-// every "data" must be null or a list of objects of strings.
+// every "data" must be null or a list of objects whose every value, a
+// repeated label's too, is a string.
 func referenceSeries(body []byte) (Response, error) {
 	var out Response
 	if !json.Valid(body) {
@@ -320,6 +321,12 @@ func referenceSeries(body []byte) (Response, error) {
 		case "error":
 			out.ErrMsg = str
 		case "data":
+			// Every occurrence of a label must hold a string, even one a
+			// later repeat of the key replaces: decoding into
+			// map[string]string fails on it, as Read does.
+			if err := json.Unmarshal(raw, new([]map[string]string)); err != nil {
+				return out, err
+			}
 			if out.Shapes, err = referenceShapes(v); err != nil {
 				return out, err
 			}
