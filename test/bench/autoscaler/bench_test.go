@@ -690,11 +690,13 @@ func maps2Equal(a, b map[int32]int) bool {
 	return true
 }
 
-// proc is one measured controller process: its pid and its reconciles
-// counter (nil: none).
+// proc is one measured controller process: its pid, its reconciles
+// counter (nil: none) and what to start when the measured window opens
+// (nil: nothing), such as a profile of the window.
 type proc struct {
-	pid     int
-	counter func(context.Context) (float64, error)
+	pid      int
+	counter  func(context.Context) (float64, error)
+	onWindow func(ctx context.Context, window time.Duration)
 }
 
 // measure waits until statuses reports every object has a status, lets one
@@ -784,8 +786,14 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 		r.settlePeriods = periods
 		b.Logf("%d PodMetrics lists in the last of %d periods waited for the autoscalers to join their namespaces' beats (settled at %d or fewer, or behind)", lists, periods, settleLists)
 	}
+	window := time.Duration(cfg.periods) * syncPeriod
 	if measured.onWindow != nil {
-		measured.onWindow(ctx, time.Duration(cfg.periods)*syncPeriod)
+		measured.onWindow(ctx, window)
+	}
+	for _, p := range procs {
+		if p.onWindow != nil {
+			p.onWindow(ctx, window)
+		}
 	}
 	from := time.Now()
 	s0, err := read()
@@ -805,7 +813,7 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 	// costs the controller CPU too): items waiting for a worker, not for
 	// their next period, mean reconciles fall behind; the gap gauge holds
 	// the longest gap that ended in the last period, and the open ones.
-	for end := from.Add(time.Duration(cfg.periods) * syncPeriod); time.Now().Before(end); {
+	for end := from.Add(window); time.Now().Before(end); {
 		time.Sleep(min(syncPeriod, time.Until(end)))
 		if queue != nil {
 			if d, gap, err := queue(ctx); err == nil {
@@ -1006,14 +1014,11 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 	for i, a := range replicas {
 		procs[i] = proc{pid: a.Process.PID(), counter: reconciles(a)}
 	}
-	profiled := false
-	procs[0].counter = func(ctx context.Context) (float64, error) {
-		if profile != "" && !profiled {
-			// Called at the start of the window: profile all of it (one
-			// period alone holds too few samples to tell small costs apart).
-			profiled = true
+	if profile != "" {
+		// Profile all of the window (one period alone holds too few
+		// samples to tell small costs apart).
+		procs[0].onWindow = func(ctx context.Context, window time.Duration) {
 			go func() {
-				window := time.Duration(cfg.periods) * syncPeriod
 				data, err := httpGetWith(ctx, scraper, a.MetricsURL(fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(window.Seconds()))))
 				if err == nil {
 					err = os.WriteFile(profile, []byte(data), 0o644)
@@ -1023,7 +1028,6 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 				}
 			}()
 		}
-		return reconciles(a)(ctx)
 	}
 	// One PodMetrics list per namespace and replica and period once every
 	// autoscaler is on its namespace's beat.
@@ -1065,28 +1069,19 @@ func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kuberne
 		return phaseResult{}, err
 	}
 	statuses := objs.statuses
-	var counter func(context.Context) (float64, error)
+	p := proc{pid: pid}
 	if profile := os.Getenv("TIDAL_BENCH_KCM_PROFILE"); profile != "" {
-		profiled := false
-		counter = func(ctx context.Context) (float64, error) {
-			if !profiled {
-				profiled = true
-				go func() {
-					if err := kcmProfile(ctx, h, profile); err != nil {
-						b.Logf("kcm profile: %v", err)
-					}
-				}()
-			}
-			return 0, nil
+		p.onWindow = func(ctx context.Context, _ time.Duration) {
+			go func() {
+				if err := kcmProfile(ctx, h, profile); err != nil {
+					b.Logf("kcm profile: %v", err)
+				}
+			}()
 		}
 	}
-	r, err := measure(ctx, b, cfg, []proc{{pid: pid, counter: counter}}, []string{kcmUser}, auditLog, statuses, nil, 0)
+	r, err := measure(ctx, b, cfg, []proc{p}, []string{kcmUser}, auditLog, statuses, nil, 0)
 	if err != nil {
 		return r, err
-	}
-	if counter != nil {
-		// measure counts reconciles by the PodMetrics lists without a counter.
-		r.reconcilesPerPeriod = float64(r.requests.podMetricsLists()) / float64(cfg.periods)
 	}
 	r.longestGap, r.visited, err = visitGaps(auditLog, kcmUser, "get", "deployments.apps/scale", r.from, r.to, cfg.autoscalers)
 	if err != nil {
