@@ -49,7 +49,8 @@
 // statuses stop changing after the first reconcile; tidal runs with leader
 // election, so it writes no history refresh either),
 // TIDAL_BENCH_PROFILE (a file: tidal runs with --profiling and a CPU
-// profile of its measured periods is written there),
+// profile of its measured periods is written there, its heap's allocation
+// profiles at the window's ends to FILE.allocs-start and FILE.allocs),
 // TIDAL_BENCH_KCM_PROFILE (the same for kube-controller-manager),
 // TIDAL_BENCH_APISERVER_PROFILE (a path prefix: kube-apiserver runs with
 // --profiling and a CPU profile of each phase's window is written to
@@ -1017,15 +1018,23 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 	if profile != "" {
 		// Profile all of the window (one period alone holds too few
 		// samples to tell small costs apart).
+		// The heap's allocations are read at both ends of the window too
+		// (PROFILE.allocs-start, PROFILE.allocs): go tool pprof -base
+		// shows the window's.
+		get := func(path, file string) {
+			data, err := httpGetWith(ctx, scraper, a.MetricsURL(path))
+			if err == nil {
+				err = os.WriteFile(file, []byte(data), 0o644)
+			}
+			if err != nil {
+				b.Logf("profile %s: %v", file, err)
+			}
+		}
 		procs[0].onWindow = func(ctx context.Context, window time.Duration) {
+			get("/debug/pprof/allocs", profile+".allocs-start")
 			go func() {
-				data, err := httpGetWith(ctx, scraper, a.MetricsURL(fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(window.Seconds()))))
-				if err == nil {
-					err = os.WriteFile(profile, []byte(data), 0o644)
-				}
-				if err != nil {
-					b.Logf("profile: %v", err)
-				}
+				get(fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(window.Seconds())), profile)
+				get("/debug/pprof/allocs", profile+".allocs")
 			}()
 		}
 	}
