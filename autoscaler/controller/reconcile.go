@@ -162,7 +162,10 @@ type step struct {
 
 // reconcile is upstream's reconcileAutoscaler: read the target's scale,
 // compute the metrics, decide, rescale if need be, write the status.
-func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key string) (retErr error) {
+// cached is the informer's object, left unchanged: it is the status the
+// reconcile compares its own with, and a copy of it the one it writes.
+func (r *reconciler) reconcile(ctx context.Context, cached source.Object, key string) (retErr error) {
+	obj := cached.DeepCopy()
 	action := monitor.ActionNone
 	start := r.clock.Now()
 	defer func() {
@@ -172,7 +175,7 @@ func (r *reconciler) reconcile(ctx context.Context, obj source.Object, key strin
 
 	spec := obj.HPASpec()
 	s := &step{
-		obj: obj, original: obj.DeepCopy(), key: key, now: metav1.NewTime(start),
+		obj: obj, original: cached, key: key, now: metav1.NewTime(start),
 		ref: fmt.Sprintf("%s/%s/%s", spec.ScaleTargetRef.Kind, obj.GetNamespace(), spec.ScaleTargetRef.Name),
 	}
 	r.readExtensions(s)

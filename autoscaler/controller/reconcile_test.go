@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -359,6 +360,29 @@ func TestErrorLabel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := errorLabel(tc.err); got != tc.want {
 				t.Errorf("errorLabel(%v) = %q, want %q", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReconcileLeavesTheCacheUnchanged: the reconcile works on a copy of
+// the informer's object (source.Get returns the cache's own), so a
+// reconcile that rescales and writes the status leaves the cache as it
+// was for the watch to update.
+func TestReconcileLeavesTheCacheUnchanged(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			w := world{scale: newScale(3, 3, "app=web"), pods: pods(2000, 2000, 2000), podMetrics: milliByPod(600, 1000, 1400)}
+			f := newFixture(t, mode, w, newHPA("web", nil, 10, cpuUtilization(30)))
+			cached, err := f.source.Get(ns, "web")
+			must(t, err)
+			before := cached.DeepCopy()
+			must(t, f.reconcile("web"))
+			if f.statusUpdates() != 1 || !slicesEqual(f.scaleUpdates, []int32{5}) {
+				t.Fatalf("%d status writes and scale updates %v, want 1 and [5]", f.statusUpdates(), f.scaleUpdates)
+			}
+			if !reflect.DeepEqual(cached.Runtime(), before.Runtime()) {
+				t.Errorf("the reconcile changed the informer's object: %+v, was %+v", cached.Runtime(), before.Runtime())
 			}
 		})
 	}

@@ -162,7 +162,7 @@ func (s *crdSource) Get(namespace, name string) (Object, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s %s/%s: informer returned a %T", v1alpha1.Kind, namespace, name, obj)
 	}
-	return haObject{ha.DeepCopy()}, nil
+	return haObject{ha}, nil
 }
 
 func (s *crdSource) UpdateStatus(ctx context.Context, obj Object) error {

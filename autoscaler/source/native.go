@@ -176,7 +176,7 @@ func (s *nativeSource) Get(namespace, name string) (Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	return hpaObject{hpa.DeepCopy()}, nil
+	return hpaObject{hpa}, nil
 }
 
 func (s *nativeSource) UpdateStatus(ctx context.Context, obj Object) error {

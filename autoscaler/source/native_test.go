@@ -4,6 +4,11 @@ import (
 	"testing"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
@@ -47,5 +52,32 @@ func TestDecisionAnnotation(t *testing.T) {
 	}
 	if _, err := DecisionOfAnnotation(map[string]string{DecisionAnnotation: "3"}); err == nil {
 		t.Error("a value that is not a decision was accepted")
+	}
+}
+
+// TestGetReturnsTheCachedObject: Get hands out the informer's own object,
+// not a copy (the reconcile copies it once and keeps the original to
+// compare with: a second copy cost 5% of a reconcile's allocations).
+func TestGetReturnsTheCachedObject(t *testing.T) {
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
+	ha := &v1alpha1.HorizontalAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
+	native := NativeSource(informers.NewSharedInformerFactory(fake.NewClientset(), 0), nil)
+	crd := CRDSourceWith(cache.NewSharedIndexInformer(&cache.ListWatch{}, &v1alpha1.HorizontalAutoscaler{}, 0, cache.Indexers{}), nil)
+	for name, tc := range map[string]struct {
+		src    Source
+		cached runtime.Object
+	}{"native": {native, hpa}, "crd": {crd, ha}} {
+		t.Run(name, func(t *testing.T) {
+			if err := tc.src.Informer().GetIndexer().Add(tc.cached); err != nil {
+				t.Fatal(err)
+			}
+			got, err := tc.src.Get("ns", "web")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Runtime() != tc.cached {
+				t.Errorf("Get returned a copy of the cached object; want the cache's own")
+			}
+		})
 	}
 }

@@ -152,8 +152,9 @@ type Source interface {
 	// Informer delivers the objects' events; the controller adds its
 	// handlers and waits for it to sync. The caller starts it.
 	Informer() cache.SharedIndexInformer
-	// Get returns a copy of the object from the informer cache, or an
-	// error for which apierrors.IsNotFound is true when it is gone.
+	// Get returns the object from the informer cache, or an error for
+	// which apierrors.IsNotFound is true when it is gone. The object is
+	// the cache's own: copy it (Object.DeepCopy) before changing it.
 	Get(namespace, name string) (Object, error)
 	// UpdateStatus writes the object's status subresource.
 	UpdateStatus(ctx context.Context, obj Object) error
