@@ -5,14 +5,18 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
@@ -196,5 +200,88 @@ func TestConflictOnScaleWithTheSameCount(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// countingMapper counts the questions asked of a RESTMapper; it knows the
+// kinds of known, and more once reset (discovery refreshed).
+type countingMapper struct {
+	meta.RESTMapper
+	asked, resets int
+	afterReset    meta.RESTMapper
+}
+
+func (m *countingMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
+	m.asked++
+	return m.RESTMapper.RESTMappings(gk, versions...)
+}
+
+func (m *countingMapper) Reset() {
+	m.resets++
+	if m.afterReset != nil {
+		m.RESTMapper = m.afterReset
+	}
+}
+
+// TestMappingsAreKept: a kind's mappings are asked of the mapper once per
+// mappingsMaxAge (the mapper allocates a NoMatch error per API group that
+// lacks the kind), an unknown kind refreshes discovery each time it is
+// asked for, and a kind found by that refresh is kept from then on.
+func TestMappingsAreKept(t *testing.T) {
+	deployment := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	widget := schema.GroupKind{Group: "example.com", Kind: "Widget"}
+	mapperOf := func(kinds ...schema.GroupVersionKind) meta.RESTMapper {
+		var gvs []schema.GroupVersion
+		for _, k := range kinds {
+			gvs = append(gvs, k.GroupVersion())
+		}
+		m := meta.NewDefaultRESTMapper(gvs)
+		for _, k := range kinds {
+			m.Add(k, meta.RESTScopeNamespace)
+		}
+		return m
+	}
+	withWidgets := mapperOf(appsv1.SchemeGroupVersion.WithKind("Deployment"), widget.WithVersion("v1"))
+	tests := []struct {
+		name string
+		// asks are the kinds asked for, each after waiting its wait (the
+		// waits add up).
+		asks  []schema.GroupKind
+		waits []time.Duration
+		// installed: the Widget CRD is found once discovery is refreshed.
+		installed bool
+		// wantAsked and wantResets count the mapper's questions and
+		// discovery refreshes; wantErrs counts the failed asks.
+		wantAsked, wantResets, wantErrs int
+	}{
+		{name: "a known kind is asked once within the max age", asks: []schema.GroupKind{deployment, deployment, deployment}, waits: []time.Duration{0, time.Second, 28 * time.Second}, wantAsked: 1},
+		{name: "a known kind is asked again after the max age", asks: []schema.GroupKind{deployment, deployment}, waits: []time.Duration{0, 30 * time.Second}, wantAsked: 2},
+		{name: "an unknown kind refreshes discovery each time", asks: []schema.GroupKind{widget, widget}, waits: []time.Duration{0, time.Second}, wantAsked: 4, wantResets: 2, wantErrs: 2},
+		{name: "a kind found by the refresh is kept", asks: []schema.GroupKind{widget, widget}, waits: []time.Duration{0, time.Second}, installed: true, wantAsked: 2, wantResets: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &countingMapper{RESTMapper: mapperOf(appsv1.SchemeGroupVersion.WithKind("Deployment"))}
+			if tt.installed {
+				m.afterReset = withWidgets
+			}
+			clk := testingclock.NewFakePassiveClock(now)
+			s := &scaler{mapper: m, clock: clk}
+			errs := 0
+			for i, gk := range tt.asks {
+				clk.SetTime(clk.Now().Add(tt.waits[i]))
+				got, err := s.mappings(gk)
+				if err != nil {
+					errs++
+					continue
+				}
+				if len(got) != 1 || got[0].GroupVersionKind.Kind != gk.Kind {
+					t.Errorf("mappings of %v = %v", gk, got)
+				}
+			}
+			if m.asked != tt.wantAsked || m.resets != tt.wantResets || errs != tt.wantErrs {
+				t.Errorf("asked %d, reset %d, %d errors; want %d, %d, %d", m.asked, m.resets, errs, tt.wantAsked, tt.wantResets, tt.wantErrs)
+			}
+		})
 	}
 }
