@@ -7,10 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	metricsapi "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsscheme "k8s.io/metrics/pkg/client/clientset/versioned/scheme"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 )
 
 // BenchmarkNamespaceList is what one LIST of a namespace's PodMetrics
@@ -50,5 +53,25 @@ func BenchmarkNamespaceList(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSelectingAllocatesOnce: the matching items are copied into one
+// slice sized for them; growing it by appends (4 allocations for 5 items
+// of some 400 bytes) was 6% of a reconcile's allocations.
+func TestSelectingAllocatesOnce(t *testing.T) {
+	var items []metricsapi.PodMetrics
+	for i := range 50 {
+		items = append(items, metricsapi.PodMetrics{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d-%d", i/5, i),
+			Labels: map[string]string{"app": fmt.Sprintf("web-%d", i/5), "pod-template-hash": "7d4b9c8f6d"}}})
+	}
+	l := newNamespaceList(items, now, nil)
+	sel := labels.SelectorFromSet(labels.Set{"app": "web-3"})
+	if got := l.selecting(sel); len(got) != 5 {
+		t.Fatalf("%d items selected, want 5", len(got))
+	}
+	pairs := testing.AllocsPerRun(100, func() { clustercache.EqualityPairs(sel) })
+	if got := testing.AllocsPerRun(100, func() { l.selecting(sel) }); got > pairs+1 {
+		t.Errorf("selecting made %.0f allocations, want at most %.0f (the selector's pairs, then one slice)", got, pairs+1)
 	}
 }
