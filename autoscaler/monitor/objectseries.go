@@ -60,11 +60,25 @@ func NewObjectSeries() *ObjectSeries {
 	return s
 }
 
-// set replaces an object's series.
+// set replaces an object's series. Its lines are rendered family by
+// family into one buffer sized for them, each family's text a part of it.
 func (s *ObjectSeries) set(namespace, name string, samples []objectSample) {
 	e := &objectEntry{samples: samples}
+	size := 0
 	for _, x := range samples {
-		e.text[x.family] = appendLine(e.text[x.family], x.family, namespace, name, x.extra, x.value)
+		size += lineSize(x.family, namespace, name, x.extra)
+	}
+	buf := make([]byte, 0, size)
+	for fam := range numFamilies {
+		start := len(buf)
+		for _, x := range samples {
+			if x.family == fam {
+				buf = appendLine(buf, fam, namespace, name, x.extra, x.value)
+			}
+		}
+		if len(buf) > start {
+			e.text[fam] = buf[start:len(buf):len(buf)]
+		}
 	}
 	s.mu.Lock()
 	s.objects[objectKey{namespace, name}] = e
@@ -158,6 +172,16 @@ func appendLine(b []byte, fam int, namespace, name string, extra []string, v flo
 	b = append(b, "} "...)
 	b = appendValue(b, v)
 	return append(b, '\n')
+}
+
+// lineSize is about the length of appendLine's line: exact for label
+// values that need no escaping and a value of up to 24 characters.
+func lineSize(fam int, namespace, name string, extra []string) int {
+	n := len(objectFamilies[fam].name) + len(`{namespace="",hpa_name=""} `) + len(namespace) + len(name) + 24 + 1
+	for i, l := range objectFamilies[fam].extra {
+		n += len(`,=""`) + len(l) + len(extra[i])
+	}
+	return n
 }
 
 // appendLabelValue escapes as the text format asks: backslash, double
