@@ -27,6 +27,7 @@ import (
 	resourceclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	customclient "k8s.io/metrics/pkg/client/custom_metrics"
 	externalclient "k8s.io/metrics/pkg/client/external_metrics"
+	"k8s.io/utils/clock"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
@@ -102,6 +103,8 @@ type runner struct {
 	scheme     *runtime.Scheme
 	component  string
 	invalidate customclient.AvailableAPIsGetter
+	// mapper is reset every discoveryRefresh (refreshDiscovery).
+	mapper     *restmapper.DeferredDiscoveryRESTMapper
 	workers    int
 	client     kubernetes.Interface
 	controller atomic.Pointer[controller.Controller]
@@ -146,7 +149,7 @@ func newRunner(c clusterConfig) (*runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("external metrics client: %w", err)
 	}
-	r := &runner{cluster: c, invalidate: apiVersions, workers: c.Workers, client: c.Client}
+	r := &runner{cluster: c, invalidate: apiVersions, mapper: mapper, workers: c.Workers, client: c.Client}
 	switch c.Mode {
 	case source.ModeNative:
 		// The clientset's rate limiter, which its informers take from too.
@@ -275,6 +278,7 @@ func (r *runner) Run(ctx context.Context) error {
 	defer wg.Wait()
 	// The custom metrics API version is rediscovered every sync period.
 	wg.Go(func() { customclient.PeriodicallyInvalidate(r.invalidate, r.options.SyncPeriod, ctx.Done()) })
+	wg.Go(func() { refreshDiscovery(ctx, clock.RealClock{}, discoveryRefresh, r.mapper.Reset) })
 	for _, start := range t.start {
 		start(ctx.Done())
 	}
@@ -285,4 +289,24 @@ func (r *runner) Run(ctx context.Context) error {
 	}()
 	ctrl.Run(ctx, r.workers)
 	return nil
+}
+
+// discoveryRefresh is how often the REST mapper's discovery is refreshed:
+// kube-controller-manager resets its mapper every 30 s.
+const discoveryRefresh = 30 * time.Second
+
+// refreshDiscovery calls reset every period until ctx ends, so that a kind
+// whose resources or served versions change is mapped anew (a kind the
+// mapper does not know refreshes it at once; see controller's scaler).
+func refreshDiscovery(ctx context.Context, clk clock.WithTicker, period time.Duration, reset func()) {
+	t := clk.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			reset()
+		}
+	}
 }
