@@ -104,7 +104,7 @@ type runner struct {
 	component  string
 	invalidate customclient.AvailableAPIsGetter
 	// mapper is reset every discoveryRefresh (refreshDiscovery).
-	mapper     *restmapper.DeferredDiscoveryRESTMapper
+	mapper     *controller.CountedMapper
 	workers    int
 	client     kubernetes.Interface
 	controller atomic.Pointer[controller.Controller]
@@ -134,7 +134,7 @@ func newRunner(c clusterConfig) (*runner, error) {
 		return nil, fmt.Errorf("discovery client: %w", err)
 	}
 	cached := memory.NewMemCacheClient(disco)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
+	mapper := controller.NewCountedMapper(restmapper.NewDeferredDiscoveryRESTMapper(cached))
 	scales, err := scale.NewForConfig(c.REST, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(cached))
 	if err != nil {
 		return nil, fmt.Errorf("scale client: %w", err)

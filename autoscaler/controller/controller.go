@@ -48,7 +48,8 @@ type Options struct {
 	Pods coreinformers.PodInformer
 	// Scales reads and writes /scale subresources; Mapper maps a target's
 	// group and kind to resources. A Mapper with a Reset method (client-go's
-	// DeferredDiscoveryRESTMapper) is reset when a kind is not found.
+	// DeferredDiscoveryRESTMapper) is reset when a kind is not found; a
+	// CountedMapper's mappings are kept until its next reset.
 	Scales scale.ScalesGetter
 	Mapper meta.RESTMapper
 	// Metrics reads the metrics APIs.
@@ -149,7 +150,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		handover: o.Handover,
 		logger:   klog.FromContext(ctx),
 		r: &reconciler{
-			source: o.Source, pods: o.Pods.Informer().GetIndexer(), scales: &scaler{scales: o.Scales, mapper: o.Mapper, cache: o.ScaleCache, clock: o.Clock},
+			source: o.Source, pods: o.Pods.Informer().GetIndexer(), scales: &scaler{scales: o.Scales, mapper: o.Mapper, cache: o.ScaleCache},
 			metrics: o.Metrics, recorder: o.Recorder, monitor: o.Monitor, cfg: o.Decision,
 			clock: o.Clock, history: history.NewStore(refresh), selectors: clustercache.NewSelectorTracker(),
 			podClient: o.PodClient, deployment: o.ScaleCache.Deployment,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/scale"
-	"k8s.io/utils/clock"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
@@ -22,60 +20,81 @@ import (
 // as client-go's DeferredDiscoveryRESTMapper.
 type resettable interface{ Reset() }
 
+// generational is a mapper that counts its resets (CountedMapper).
+type generational interface{ Generation() uint64 }
+
 // scaler reads and writes the /scale subresource of any scale target.
 type scaler struct {
 	scales scale.ScalesGetter
 	mapper meta.RESTMapper
 	// cache answers the scale of built-in kinds; nil: always GET.
 	cache *clustercache.ScaleCache
-	clock clock.PassiveClock
 
-	// known holds each kind's mappings for mappingsMaxAge: asking the
-	// mapper took 5 KB of allocations a reconcile (a mapper per API group,
-	// a NoMatch error from each that lacks the kind), 7% of all.
+	// known holds each kind's mappings until the mapper's next reset (its
+	// generation), when mapper is generational: asking the mapper took
+	// 5 KB of allocations a reconcile (a mapper per API group, a NoMatch
+	// error from each that lacks the kind), 7% of all.
 	mu    sync.Mutex
-	known map[schema.GroupKind]knownMappings
+	gen   uint64
+	known map[schema.GroupKind][]*meta.RESTMapping
 }
-
-type knownMappings struct {
-	mappings []*meta.RESTMapping
-	at       time.Time
-}
-
-// mappingsMaxAge is how long a kind's mappings are used without asking
-// the mapper again: kube-controller-manager refreshes its discovery that
-// often.
-const mappingsMaxAge = 30 * time.Second
 
 // mappings maps a group and kind to its resources. A kind unknown to the
 // cached discovery refreshes it once, so targets of a CRD installed after
 // start are found. The mappings are shared: callers must not change them.
 func (s *scaler) mappings(gk schema.GroupKind) ([]*meta.RESTMapping, error) {
-	now := s.clock.Now()
-	s.mu.Lock()
-	k, ok := s.known[gk]
-	s.mu.Unlock()
-	if ok && now.Sub(k.at) < mappingsMaxAge {
-		return k.mappings, nil
+	g, counted := s.mapper.(generational)
+	if counted {
+		if m, ok := s.kept(g.Generation(), gk); ok {
+			return m, nil
+		}
+	}
+	var gen uint64
+	if counted {
+		gen = g.Generation() // read before asking: a reset after it drops m
 	}
 	m, err := s.mapper.RESTMappings(gk)
 	if meta.IsNoMatchError(err) {
 		if r, ok := s.mapper.(resettable); ok {
 			r.Reset()
+			if counted {
+				gen = g.Generation()
+			}
 			m, err = s.mapper.RESTMappings(gk)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err != nil {
-		delete(s.known, gk)
 		return nil, err
 	}
-	if s.known == nil {
-		s.known = map[schema.GroupKind]knownMappings{}
+	if counted {
+		s.keep(gen, gk, m)
 	}
-	s.known[gk] = knownMappings{mappings: m, at: now}
 	return m, nil
+}
+
+// kept returns gk's mappings if they were kept in generation gen.
+func (s *scaler) kept(gen uint64, gk schema.GroupKind) ([]*meta.RESTMapping, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != gen {
+		return nil, false
+	}
+	m, ok := s.known[gk]
+	return m, ok
+}
+
+// keep keeps gk's mappings, asked of the mapper in generation gen: a newer
+// generation drops what the older ones kept, an older one is not kept.
+func (s *scaler) keep(gen uint64, gk schema.GroupKind, m []*meta.RESTMapping) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if gen < s.gen {
+		return
+	}
+	if gen > s.gen || s.known == nil {
+		s.gen, s.known = gen, map[schema.GroupKind][]*meta.RESTMapping{}
+	}
+	s.known[gk] = m
 }
 
 var errUnrecognizedResource = errors.New("unrecognized resource")

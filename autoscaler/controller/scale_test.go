@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
-	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
@@ -203,16 +201,23 @@ func TestConflictOnScaleWithTheSameCount(t *testing.T) {
 	}
 }
 
-// countingMapper counts the questions asked of a RESTMapper; it knows the
-// kinds of known, and more once reset (discovery refreshed).
+// countingMapper counts the questions asked of a RESTMapper; it knows
+// more kinds once reset (discovery refreshed), and calls whileAsking, if
+// set, in the middle of its first question.
 type countingMapper struct {
 	meta.RESTMapper
 	asked, resets int
 	afterReset    meta.RESTMapper
+	whileAsking   func()
 }
 
 func (m *countingMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
 	m.asked++
+	if m.whileAsking != nil {
+		f := m.whileAsking
+		m.whileAsking = nil
+		f()
+	}
 	return m.RESTMapper.RESTMappings(gk, versions...)
 }
 
@@ -223,10 +228,11 @@ func (m *countingMapper) Reset() {
 	}
 }
 
-// TestMappingsAreKept: a kind's mappings are asked of the mapper once per
-// mappingsMaxAge (the mapper allocates a NoMatch error per API group that
-// lacks the kind), an unknown kind refreshes discovery each time it is
-// asked for, and a kind found by that refresh is kept from then on.
+// TestMappingsAreKept: a kind's mappings are asked of a CountedMapper once
+// until it is reset (the mapper allocates a NoMatch error per API group
+// that lacks the kind), an unknown kind refreshes discovery each time it
+// is asked for, a kind found by that refresh is kept from then on, and
+// mappings asked while a reset happens are not kept past it.
 func TestMappingsAreKept(t *testing.T) {
 	deployment := schema.GroupKind{Group: "apps", Kind: "Deployment"}
 	widget := schema.GroupKind{Group: "example.com", Kind: "Widget"}
@@ -242,22 +248,27 @@ func TestMappingsAreKept(t *testing.T) {
 		return m
 	}
 	withWidgets := mapperOf(appsv1.SchemeGroupVersion.WithKind("Deployment"), widget.WithVersion("v1"))
+	// reset stands in the asks for the 30 s refresh of discovery.
+	reset := schema.GroupKind{Kind: "(reset)"}
 	tests := []struct {
 		name string
-		// asks are the kinds asked for, each after waiting its wait (the
-		// waits add up).
-		asks  []schema.GroupKind
-		waits []time.Duration
+		// asks are the kinds asked for, in order, and the resets between.
+		asks []schema.GroupKind
 		// installed: the Widget CRD is found once discovery is refreshed.
 		installed bool
+		// uncounted: the scaler is given the mapper itself, not a
+		// CountedMapper; resetWhileAsking: the first ask races a reset.
+		uncounted, resetWhileAsking bool
 		// wantAsked and wantResets count the mapper's questions and
 		// discovery refreshes; wantErrs counts the failed asks.
 		wantAsked, wantResets, wantErrs int
 	}{
-		{name: "a known kind is asked once within the max age", asks: []schema.GroupKind{deployment, deployment, deployment}, waits: []time.Duration{0, time.Second, 28 * time.Second}, wantAsked: 1},
-		{name: "a known kind is asked again after the max age", asks: []schema.GroupKind{deployment, deployment}, waits: []time.Duration{0, 30 * time.Second}, wantAsked: 2},
-		{name: "an unknown kind refreshes discovery each time", asks: []schema.GroupKind{widget, widget}, waits: []time.Duration{0, time.Second}, wantAsked: 4, wantResets: 2, wantErrs: 2},
-		{name: "a kind found by the refresh is kept", asks: []schema.GroupKind{widget, widget}, waits: []time.Duration{0, time.Second}, installed: true, wantAsked: 2, wantResets: 1},
+		{name: "a known kind is asked once until the mapper is reset", asks: []schema.GroupKind{deployment, deployment, deployment}, wantAsked: 1},
+		{name: "a known kind is asked again after a reset", asks: []schema.GroupKind{deployment, deployment, reset, deployment, deployment}, wantAsked: 2, wantResets: 1},
+		{name: "mappings asked across a reset are not kept", asks: []schema.GroupKind{deployment, deployment, deployment}, resetWhileAsking: true, wantAsked: 2, wantResets: 1},
+		{name: "an unknown kind refreshes discovery each time", asks: []schema.GroupKind{widget, widget}, wantAsked: 4, wantResets: 2, wantErrs: 2},
+		{name: "a kind found by the refresh is kept", asks: []schema.GroupKind{widget, widget}, installed: true, wantAsked: 2, wantResets: 1},
+		{name: "a mapper that does not count its resets is asked each time", asks: []schema.GroupKind{deployment, deployment}, uncounted: true, wantAsked: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -265,11 +276,20 @@ func TestMappingsAreKept(t *testing.T) {
 			if tt.installed {
 				m.afterReset = withWidgets
 			}
-			clk := testingclock.NewFakePassiveClock(now)
-			s := &scaler{mapper: m, clock: clk}
+			counted := NewCountedMapper(m)
+			s := &scaler{mapper: counted}
+			if tt.uncounted {
+				s.mapper = m
+			}
+			if tt.resetWhileAsking {
+				m.whileAsking = counted.Reset
+			}
 			errs := 0
-			for i, gk := range tt.asks {
-				clk.SetTime(clk.Now().Add(tt.waits[i]))
+			for _, gk := range tt.asks {
+				if gk == reset {
+					counted.Reset()
+					continue
+				}
 				got, err := s.mappings(gk)
 				if err != nil {
 					errs++
