@@ -298,6 +298,8 @@ const discoveryRefresh = 30 * time.Second
 // refreshDiscovery calls reset every period until ctx ends, so that a kind
 // whose resources or served versions change is mapped anew (a kind the
 // mapper does not know refreshes it at once; see controller's scaler).
+// It is wait.Until's loop less the call at start, on a clock a test can
+// step (wait.Until takes none).
 func refreshDiscovery(ctx context.Context, clk clock.WithTicker, period time.Duration, reset func()) {
 	t := clk.NewTicker(period)
 	defer t.Stop()
