@@ -90,7 +90,7 @@ func (c resourceMetrics) ResourceMetric(ctx context.Context, resource corev1.Res
 	if err != nil {
 		return nil, replicas.ResourceMetricsAPIError(err)
 	}
-	samples, _, err := replicas.ResourceSamples(replicas.FromV1beta1PodMetrics(items), resource, container)
+	samples, _, err := replicas.ResourceSamples(items, resource, container)
 	return samples, err
 }
 

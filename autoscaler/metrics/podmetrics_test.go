@@ -16,6 +16,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
+	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
 )
 
 const ns = "default"
@@ -55,7 +56,7 @@ func fakePodMetrics(extra ...metricsapi.PodMetrics) (*metricsfake.Clientset, fun
 	}
 }
 
-func names(items []metricsapi.PodMetrics) []string {
+func names(items []replicas.PodUsage) []string {
 	var out []string
 	for _, m := range items {
 		out = append(out, m.Name)
