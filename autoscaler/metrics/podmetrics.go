@@ -38,8 +38,8 @@ const podMetricsMaxAge = 2 * time.Second
 // are fetched: a sharded replica's own, or, off the beat, the few due
 // before the list expires.
 type podMetricsLister struct {
-	client resourceclient.PodMetricsesGetter
-	clock  clock.PassiveClock
+	read  listPodMetrics
+	clock clock.PassiveClock
 	// shared reports whether several autoscalers use the namespace; nil:
 	// never.
 	shared func(namespace string) bool
@@ -124,7 +124,7 @@ func newPodMetricsLister(client resourceclient.PodMetricsesGetter, clk clock.Pas
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &podMetricsLister{client: client, clock: clk, lists: map[string]*namespaceList{}}
+	return &podMetricsLister{read: podMetricsList(client), clock: clk, lists: map[string]*namespaceList{}}
 }
 
 // list returns the usage of namespace's pods whose labels selector
@@ -148,11 +148,11 @@ func (l *podMetricsLister) list(ctx context.Context, namespace string, selector 
 // listSelected lists the namespace's PodMetrics with selector, as
 // upstream does for every autoscaler.
 func (l *podMetricsLister) listSelected(ctx context.Context, namespace string, selector labels.Selector) ([]replicas.PodUsage, error) {
-	list, err := l.client.PodMetricses(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	items, err := l.read(ctx, namespace, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
 		return nil, err
 	}
-	return replicas.FromV1beta1PodMetrics(list.Items), nil
+	return replicas.FromV1beta1PodMetrics(items), nil
 }
 
 // namespace returns the PodMetrics of the namespace that its autoscalers'
@@ -183,11 +183,11 @@ func (l *podMetricsLister) namespace(ctx context.Context, namespace string, sele
 				opts.LabelSelector = c.String()
 			}
 		}
-		list, err := l.client.PodMetricses(namespace).List(ctx, opts)
+		items, err := l.read(ctx, namespace, opts)
 		if err != nil {
 			return nil, err
 		}
-		fresh := newNamespaceList(list.Items, at, cover)
+		fresh := newNamespaceList(items, at, cover)
 		l.mu.Lock()
 		// Drop stale lists, so namespaces whose autoscalers are gone hold
 		// no memory.
