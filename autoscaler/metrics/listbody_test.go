@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"runtime/debug"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -101,10 +102,15 @@ func TestBufferedList(t *testing.T) {
 }
 
 // TestBufferedListAllocatesLess: a list read through the reused buffer
-// allocates less than the typed client's, by 1.2 times its body here
-// (io.ReadAll grows a new buffer for every list); half the body is the
-// bar, as a garbage collection may empty the pool.
+// allocates less than the typed client's, by twice its body here
+// (io.ReadAll grows a new buffer for every list); the body is the bar.
+// Garbage collection is off while it measures, as a collection
+// empties the pool, and the race detector's pool drops buffers at random.
 func TestBufferedListAllocatesLess(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops a quarter of the buffers put back")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	srv, size := podMetricsServer(t, 1000)
 	c := podMetricsClient(t, srv.URL, k8sruntime.ContentTypeProtobuf).MetricsV1beta1()
 	opts := metav1.ListOptions{LabelSelector: "app=web-0"}
@@ -133,7 +139,7 @@ func TestBufferedListAllocatesLess(t *testing.T) {
 	}
 	b, ty := perList(buffered), perList(typed)
 	t.Logf("bytes per list: %d buffered, %d typed; body %d", b, ty, size)
-	if ty < b+uint64(size)/2 {
-		t.Errorf("a list allocated %d bytes buffered, %d typed; want at least half the body's %d bytes less", b, ty, size)
+	if ty < b+uint64(size) {
+		t.Errorf("a list allocated %d bytes buffered, %d typed; want at least the body's %d bytes less", b, ty, size)
 	}
 }
