@@ -16,10 +16,6 @@ import (
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
-// resettable is a RESTMapper whose cached discovery can be refreshed, such
-// as client-go's DeferredDiscoveryRESTMapper.
-type resettable interface{ Reset() }
-
 // generational is a mapper that counts its resets (CountedMapper).
 type generational interface{ Generation() uint64 }
 
@@ -44,18 +40,16 @@ type scaler struct {
 // start are found. The mappings are shared: callers must not change them.
 func (s *scaler) mappings(gk schema.GroupKind) ([]*meta.RESTMapping, error) {
 	g, counted := s.mapper.(generational)
-	if counted {
-		if m, ok := s.kept(g.Generation(), gk); ok {
-			return m, nil
-		}
-	}
 	var gen uint64
 	if counted {
 		gen = g.Generation() // read before asking: a reset after it drops m
+		if m, ok := s.kept(gen, gk); ok {
+			return m, nil
+		}
 	}
 	m, err := s.mapper.RESTMappings(gk)
 	if meta.IsNoMatchError(err) {
-		if r, ok := s.mapper.(resettable); ok {
+		if r, ok := s.mapper.(ResettableMapper); ok {
 			r.Reset()
 			if counted {
 				gen = g.Generation()
