@@ -27,6 +27,11 @@ func podMetricsList(client resourceclient.PodMetricsesGetter) listPodMetrics {
 			return bufferedList{rc}.list
 		}
 	}
+	return typedList(client)
+}
+
+// typedList lists PodMetrics with client's typed List.
+func typedList(client resourceclient.PodMetricsesGetter) listPodMetrics {
 	return func(ctx context.Context, namespace string, opts metav1.ListOptions) ([]metricsapi.PodMetrics, error) {
 		list, err := client.PodMetricses(namespace).List(ctx, opts)
 		if err != nil {

@@ -115,13 +115,7 @@ func TestBufferedListAllocatesLess(t *testing.T) {
 	c := podMetricsClient(t, srv.URL, k8sruntime.ContentTypeProtobuf).MetricsV1beta1()
 	opts := metav1.ListOptions{LabelSelector: "app=web-0"}
 	buffered := podMetricsList(c)
-	typed := func(ctx context.Context, namespace string, opts metav1.ListOptions) ([]metricsapi.PodMetrics, error) {
-		l, err := c.PodMetricses(namespace).List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		return l.Items, nil
-	}
+	typed := typedList(c)
 	perList := func(read listPodMetrics) uint64 {
 		const lists = 10
 		if _, err := read(context.Background(), ns, opts); err != nil {
