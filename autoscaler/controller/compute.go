@@ -62,7 +62,7 @@ func (r *reconciler) computeMetrics(ctx context.Context, obj source.Object, key 
 	run := metricsRun{
 		obj: obj, key: key,
 		specReplicas: sc.Spec.Replicas, statusReplicas: sc.Status.Replicas,
-		selector: sel, pods: replicas.FromV1Pods(pods), tolerances: tol, now: now,
+		selector: sel, pods: r.converted.Convert(pods), tolerances: tol, now: now,
 	}
 	res := metricsResult{
 		statuses: make([]autoscalingv2.MetricStatus, len(specs)),

@@ -150,7 +150,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		handover: o.Handover,
 		logger:   klog.FromContext(ctx),
 		r: &reconciler{
-			source: o.Source, pods: o.Pods.Informer().GetIndexer(), scales: &scaler{scales: o.Scales, mapper: o.Mapper, cache: o.ScaleCache},
+			source: o.Source, pods: o.Pods.Informer().GetIndexer(), converted: clustercache.NewPodConversions(), scales: &scaler{scales: o.Scales, mapper: o.Mapper, cache: o.ScaleCache},
 			metrics: o.Metrics, recorder: o.Recorder, monitor: o.Monitor, cfg: o.Decision,
 			clock: o.Clock, history: history.NewStore(refresh), selectors: clustercache.NewSelectorTracker(),
 			podClient: o.PodClient, deployment: o.ScaleCache.Deployment,

@@ -71,7 +71,10 @@ func defaultMetrics() []autoscalingv2.MetricSpec {
 type reconciler struct {
 	source source.Source
 	// pods is the pod informer's indexer, with clustercache.PodIndexers.
-	pods      cache.Indexer
+	pods cache.Indexer
+	// converted holds the pods' conversions for the arithmetic, one per
+	// cached pod object.
+	converted *clustercache.PodConversions
 	scales    *scaler
 	metrics   metrics.Client
 	recorder  record.EventRecorder

@@ -114,15 +114,6 @@ func FromV1Pod(p *corev1.Pod) Pod {
 	return out
 }
 
-// FromV1Pods converts a lister's pod list.
-func FromV1Pods(pods []*corev1.Pod) []Pod {
-	out := make([]Pod, 0, len(pods))
-	for _, p := range pods {
-		out = append(out, FromV1Pod(p))
-	}
-	return out
-}
-
 func milliRequests(rl corev1.ResourceList) map[corev1.ResourceName]int64 {
 	if rl == nil {
 		return nil

@@ -1,0 +1,79 @@
+package clustercache
+
+import (
+	"reflect"
+	"runtime"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
+)
+
+func requestsPod(name, cpu string) *corev1.Pod {
+	return slimPod(&corev1.Pod{
+		ObjectMeta: fullPod(name).ObjectMeta,
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name:      "app",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
+		}}},
+		Status: fullPod(name).Status,
+	})
+}
+
+func TestPodConversions(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, c *PodConversions)
+	}{
+		{"a conversion equals FromV1Pod's", func(t *testing.T, c *PodConversions) {
+			pods := []*corev1.Pod{requestsPod("a", "250m"), requestsPod("b", "500m")}
+			want := []replicas.Pod{replicas.FromV1Pod(pods[0]), replicas.FromV1Pod(pods[1])}
+			for round := range 2 {
+				if got := c.Convert(pods); !reflect.DeepEqual(got, want) {
+					t.Fatalf("round %d: got %+v, want %+v", round, got, want)
+				}
+			}
+		}},
+		{"a pod object is converted once", func(t *testing.T, c *PodConversions) {
+			pods := []*corev1.Pod{requestsPod("a", "250m"), requestsPod("b", "500m")}
+			first := c.Convert(pods)
+			second := c.Convert(pods)
+			if &first[0].Containers[0] != &second[0].Containers[0] {
+				t.Error("the second read converted the pod again")
+			}
+			// The output slice is the only allocation once converted.
+			if n := testing.AllocsPerRun(100, func() { c.Convert(pods) }); n != 1 {
+				t.Errorf("a converted read allocated %v times, want 1", n)
+			}
+		}},
+		{"a replaced object is converted anew", func(t *testing.T, c *PodConversions) {
+			old := requestsPod("a", "250m")
+			c.Convert([]*corev1.Pod{old})
+			replaced := requestsPod("a", "750m") // the informer's new object for the pod
+			got := c.Convert([]*corev1.Pod{replaced})
+			if v := got[0].Containers[0].Requests[corev1.ResourceCPU]; v != 750 {
+				t.Errorf("replaced pod's cpu request = %d, want 750", v)
+			}
+			runtime.KeepAlive(old)
+		}},
+		{"a collected object is forgotten", func(t *testing.T, c *PodConversions) {
+			kept := requestsPod("kept", "250m")
+			c.Convert([]*corev1.Pod{kept, requestsPod("dropped", "250m")})
+			// Cleanups run on their own goroutine after a collection.
+			for i := 0; c.Len() != 1 && i < 500; i++ {
+				runtime.GC()
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := c.Len(); n != 1 {
+				t.Errorf("%d conversions held after the dropped pod's collection, want 1", n)
+			}
+			runtime.KeepAlive(kept)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.run(t, NewPodConversions()) })
+	}
+}
