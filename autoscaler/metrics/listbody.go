@@ -13,10 +13,12 @@ import (
 	metricsapi "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsscheme "k8s.io/metrics/pkg/client/clientset/versioned/scheme"
 	resourceclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
 )
 
 // listPodMetrics is one LIST of a namespace's PodMetrics.
-type listPodMetrics func(ctx context.Context, namespace string, opts metav1.ListOptions) ([]metricsapi.PodMetrics, error)
+type listPodMetrics func(ctx context.Context, namespace string, opts metav1.ListOptions) (usageList, error)
 
 // podMetricsList returns how client lists PodMetrics: through its REST
 // client into a reused buffer when it has one (a real clientset), else
@@ -32,13 +34,22 @@ func podMetricsList(client resourceclient.PodMetricsesGetter) listPodMetrics {
 
 // typedList lists PodMetrics with client's typed List.
 func typedList(client resourceclient.PodMetricsesGetter) listPodMetrics {
-	return func(ctx context.Context, namespace string, opts metav1.ListOptions) ([]metricsapi.PodMetrics, error) {
+	return func(ctx context.Context, namespace string, opts metav1.ListOptions) (usageList, error) {
 		list, err := client.PodMetricses(namespace).List(ctx, opts)
 		if err != nil {
-			return nil, err
+			return usageList{}, err
 		}
-		return list.Items, nil
+		return fromPodMetrics(list.Items), nil
 	}
+}
+
+// fromPodMetrics converts decoded PodMetrics.
+func fromPodMetrics(items []metricsapi.PodMetrics) usageList {
+	l := usageList{items: replicas.FromV1beta1PodMetrics(items), labels: make([]map[string]string, len(items))}
+	for i := range items {
+		l.labels[i] = items[i].Labels
+	}
+	return l
 }
 
 // bufferedList lists PodMetrics as the typed client does (same request,
@@ -57,11 +68,11 @@ var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // podMetricsDecoder reads the protobuf the clients ask for, or JSON.
 var podMetricsDecoder = metricsscheme.Codecs.UniversalDeserializer()
 
-func (b bufferedList) list(ctx context.Context, namespace string, opts metav1.ListOptions) ([]metricsapi.PodMetrics, error) {
+func (b bufferedList) list(ctx context.Context, namespace string, opts metav1.ListOptions) (usageList, error) {
 	body, err := b.client.Get().Namespace(namespace).Resource("pods").
 		VersionedParams(&opts, metricsscheme.ParameterCodec).Stream(ctx)
 	if err != nil {
-		return nil, err
+		return usageList{}, err
 	}
 	defer body.Close()
 	buf := bodies.Get().(*bytes.Buffer)
@@ -72,14 +83,23 @@ func (b bufferedList) list(ctx context.Context, namespace string, opts metav1.Li
 	return decodePodMetrics(buf, body)
 }
 
-// decodePodMetrics reads a PodMetricsList from r into buf, then decodes it.
-func decodePodMetrics(buf *bytes.Buffer, r io.Reader) ([]metricsapi.PodMetrics, error) {
+// decodePodMetrics reads a PodMetricsList from r into buf, then decodes
+// it: protobuf (what the clients ask for) straight into a usageList
+// (podmetricspb.go), JSON through the scheme.
+func decodePodMetrics(buf *bytes.Buffer, r io.Reader) (usageList, error) {
 	if _, err := buf.ReadFrom(r); err != nil {
-		return nil, fmt.Errorf("reading the PodMetrics list: %w", err)
+		return usageList{}, fmt.Errorf("reading the PodMetrics list: %w", err)
+	}
+	if bytes.HasPrefix(buf.Bytes(), protobufPrefix) {
+		l, err := decodePodMetricsProto(buf.Bytes())
+		if err != nil {
+			return usageList{}, fmt.Errorf("decoding the PodMetrics list: %w", err)
+		}
+		return l, nil
 	}
 	var list metricsapi.PodMetricsList
 	if err := runtime.DecodeInto(podMetricsDecoder, buf.Bytes(), &list); err != nil {
-		return nil, fmt.Errorf("decoding the PodMetrics list: %w", err)
+		return usageList{}, fmt.Errorf("decoding the PodMetrics list: %w", err)
 	}
-	return list.Items, nil
+	return fromPodMetrics(list.Items), nil
 }

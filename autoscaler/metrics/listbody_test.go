@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -84,14 +85,16 @@ func TestBufferedList(t *testing.T) {
 			read := podMetricsList(c)
 			opts := metav1.ListOptions{LabelSelector: "app=web-0"}
 			for range 2 { // the second read reuses the first's buffer
-				items, err := read(context.Background(), ns, opts)
+				got, err := read(context.Background(), ns, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, _ := c.PodMetricses(ns).List(context.Background(), opts)
-				if len(items) != 10 || items[9].Name != "web-9" || items[9].Containers[0].Usage.Cpu().MilliValue() != 51 ||
-					!items[0].Timestamp.Equal(&want.Items[0].Timestamp) || items[0].Labels["app"] != "web-0" {
-					t.Errorf("read %d items (%v), want the typed client's 10 (%v)", len(items), items, want.Items)
+				typed, err := c.PodMetricses(ns).List(context.Background(), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := fromPodMetrics(typed.Items); len(got.items) != 10 || !reflect.DeepEqual(got, want) {
+					t.Errorf("read %+v, want the typed client's list converted, %+v", got, want)
 				}
 			}
 			if _, err := read(context.Background(), "forbidden", opts); !apierrors.IsForbidden(err) {

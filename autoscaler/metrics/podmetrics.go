@@ -7,7 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	metricsapi "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	resourceclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 	"k8s.io/utils/clock"
 
@@ -74,12 +73,10 @@ type namespaceList struct {
 	cover *clustercache.Cover
 }
 
-func newNamespaceList(items []metricsapi.PodMetrics, at time.Time, cover *clustercache.Cover) *namespaceList {
-	l := &namespaceList{items: replicas.FromV1beta1PodMetrics(items), labels: make([]map[string]string, len(items)),
-		byLabel: map[string][]int{}, at: at, cover: cover}
-	for i := range items {
-		l.labels[i] = items[i].Labels
-		for k, v := range items[i].Labels {
+func newNamespaceList(list usageList, at time.Time, cover *clustercache.Cover) *namespaceList {
+	l := &namespaceList{items: list.items, labels: list.labels, byLabel: map[string][]int{}, at: at, cover: cover}
+	for i, ls := range list.labels {
+		for k, v := range ls {
 			key := clustercache.PairKey(k, v)
 			l.byLabel[key] = append(l.byLabel[key], i)
 		}
@@ -148,11 +145,11 @@ func (l *podMetricsLister) list(ctx context.Context, namespace string, selector 
 // listSelected lists the namespace's PodMetrics with selector, as
 // upstream does for every autoscaler.
 func (l *podMetricsLister) listSelected(ctx context.Context, namespace string, selector labels.Selector) ([]replicas.PodUsage, error) {
-	items, err := l.read(ctx, namespace, metav1.ListOptions{LabelSelector: selector.String()})
+	list, err := l.read(ctx, namespace, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
 		return nil, err
 	}
-	return replicas.FromV1beta1PodMetrics(items), nil
+	return list.items, nil
 }
 
 // namespace returns the PodMetrics of the namespace that its autoscalers'

@@ -44,18 +44,32 @@ func BenchmarkNamespaceList(b *testing.B) {
 				b.Fatal(err)
 			}
 			dec := metricsscheme.Codecs.WithoutConversion().DecoderToVersion(s, metricsapi.SchemeGroupVersion)
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				var out metricsapi.PodMetricsList
-				if _, _, err := dec.Decode(data, nil, &out); err != nil {
-					b.Fatal(err)
+			b.Run("decoder=generated", func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				for b.Loop() {
+					var out metricsapi.PodMetricsList
+					if _, _, err := dec.Decode(data, nil, &out); err != nil {
+						b.Fatal(err)
+					}
+					if l := newNamespaceList(fromPodMetrics(out.Items), now, nil); len(l.items) != pods {
+						b.Fatalf("%d items, want %d", len(l.items), pods)
+					}
 				}
-				if l := newNamespaceList(out.Items, now, nil); len(l.items) != pods {
-					b.Fatalf("%d items, want %d", len(l.items), pods)
+			})
+			b.Run("decoder=protowire", func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				for b.Loop() {
+					out, err := decodePodMetricsProto(data)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if l := newNamespaceList(out, now, nil); len(l.items) != pods {
+						b.Fatalf("%d items, want %d", len(l.items), pods)
+					}
 				}
-			}
+			})
 		})
 	}
 }
@@ -69,7 +83,7 @@ func TestSelectingAllocatesOnce(t *testing.T) {
 		items = append(items, metricsapi.PodMetrics{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d-%d", i/5, i),
 			Labels: map[string]string{"app": fmt.Sprintf("web-%d", i/5), "pod-template-hash": "7d4b9c8f6d"}}})
 	}
-	l := newNamespaceList(items, now, nil)
+	l := newNamespaceList(fromPodMetrics(items), now, nil)
 	sel := labels.SelectorFromSet(labels.Set{"app": "web-3"})
 	if got := l.selecting(sel); len(got) != 5 {
 		t.Fatalf("%d items selected, want 5", len(got))
