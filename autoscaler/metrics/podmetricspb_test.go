@@ -116,7 +116,9 @@ func TestProtoDecodeSharesLabelSets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	same := func(a, b map[string]string) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+	same := func(a, b map[string]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
 	if !same(got.labels[0], got.labels[1]) {
 		t.Error("two pods with the same labels got a map each")
 	}
