@@ -5,11 +5,14 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	goruntime "runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -145,5 +148,50 @@ func TestHPAStatusWriterProtocols(t *testing.T) {
 				t.Errorf("status write sent %q, want %s", seen.contentType, runtime.ContentTypeProtobuf)
 			}
 		})
+	}
+}
+
+// TestStatusWriteKeepsNoAnswer: a status write drains the apiserver's
+// answer without keeping it (Do's io.ReadAll grew a buffer as large as the
+// object for every write), and a refused write is the Status error.
+func TestStatusWriteKeepsNoAnswer(t *testing.T) {
+	const answer = 256 << 10
+	object := []byte(`{"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"name":"web","annotations":{"a":"` + strings.Repeat("x", answer) + `"}}}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(r.URL.Path, "/namespaces/conflict/") {
+			w.WriteHeader(http.StatusConflict)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Conflict","code":409,"message":"the object has been modified"}`))
+			return
+		}
+		_, _ = w.Write(object)
+	}))
+	t.Cleanup(srv.Close)
+	w, err := NewHPAStatusWriter(&rest.Config{Host: srv.URL}, flowcontrol.NewFakeAlwaysRateLimiter(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
+	if err := w.UpdateStatus(ctx, hpa); err != nil {
+		t.Fatal(err)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // a collection would empty io.Discard's pool
+	const writes = 20
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	for range writes {
+		if err := w.UpdateStatus(ctx, hpa); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goruntime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / writes; per > answer/4 {
+		t.Errorf("a status write allocated %d bytes for a %d-byte answer; want under a quarter of it", per, answer)
+	}
+	conflict := hpa.DeepCopy()
+	conflict.Namespace = "conflict"
+	if err := w.UpdateStatus(ctx, conflict); !apierrors.IsConflict(err) {
+		t.Errorf("a refused write returned %v, want the Conflict Status", err)
 	}
 }
