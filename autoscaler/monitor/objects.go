@@ -98,7 +98,9 @@ func (m *Monitor) ObserveAutoscaler(namespace, name string, spec *autoscalingv2.
 	}
 	samples := make([]objectSample, 0, 16)
 	add := func(fam int, v float64, extra ...string) {
-		samples = append(samples, objectSample{family: fam, extra: extra, value: v})
+		x := objectSample{family: fam, value: v}
+		copy(x.extra[:], extra)
+		samples = append(samples, x)
 	}
 	add(famMinReplicas, float64(minR))
 	add(famMaxReplicas, float64(spec.MaxReplicas))
