@@ -24,6 +24,9 @@ type SelectorTracker struct {
 
 type namespaceSelectors struct {
 	byKey map[string]labels.Selector
+	// parsedFrom holds the string each key's selector was parsed from
+	// by Parse; keys registered otherwise have none.
+	parsedFrom map[string]string
 	// byPair holds the keys whose selector requires the label pair
 	// "key=value" (the first such pair of the selector); noPair the keys
 	// whose selector requires none.
@@ -45,6 +48,7 @@ func indexPair(sel labels.Selector) (string, bool) {
 }
 
 func (n *namespaceSelectors) put(key string, sel labels.Selector) {
+	delete(n.parsedFrom, key)
 	if old, ok := n.byKey[key]; ok {
 		n.unindex(key, old)
 	}
@@ -77,7 +81,8 @@ func (t *SelectorTracker) PutIfAbsent(namespace, key string, sel labels.Selector
 	defer t.mu.Unlock()
 	ns := t.namespaces[namespace]
 	if ns == nil {
-		ns = &namespaceSelectors{byKey: map[string]labels.Selector{}, byPair: map[string]map[string]struct{}{}, noPair: map[string]struct{}{}}
+		ns = &namespaceSelectors{byKey: map[string]labels.Selector{}, parsedFrom: map[string]string{},
+			byPair: map[string]map[string]struct{}{}, noPair: map[string]struct{}{}}
 		t.namespaces[namespace] = ns
 	}
 	if _, ok := ns.byKey[key]; ok {
@@ -101,6 +106,40 @@ func (t *SelectorTracker) PutIfPresent(namespace, key string, sel labels.Selecto
 	}
 	ns.put(key, sel)
 	return true
+}
+
+// Parse registers the selector raw parses to for a registered key, as
+// PutIfPresent does, and returns it. While key's selector was parsed from
+// the same string, it returns that selector and changes nothing: a
+// scale's selector rarely changes, and parsing and re-indexing it on
+// every reconcile were 2% of the controller's CPU. registered is false
+// when key is not registered (the object was deleted meanwhile); err is
+// labels.Parse's.
+func (t *SelectorTracker) Parse(namespace, key, raw string) (sel labels.Selector, registered bool, err error) {
+	t.mu.RLock()
+	if ns := t.namespaces[namespace]; ns != nil {
+		if from, ok := ns.parsedFrom[key]; ok && from == raw {
+			sel := ns.byKey[key]
+			t.mu.RUnlock()
+			return sel, true, nil
+		}
+	}
+	t.mu.RUnlock()
+	if sel, err = labels.Parse(raw); err != nil {
+		return nil, false, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ns := t.namespaces[namespace]
+	if ns == nil {
+		return sel, false, nil
+	}
+	if _, ok := ns.byKey[key]; !ok {
+		return sel, false, nil
+	}
+	ns.put(key, sel)
+	ns.parsedFrom[key] = raw
+	return sel, true, nil
 }
 
 // Count returns the number of autoscalers registered in the namespace.
@@ -147,6 +186,7 @@ func (t *SelectorTracker) Delete(namespace, key string) bool {
 	}
 	ns.unindex(key, sel)
 	delete(ns.byKey, key)
+	delete(ns.parsedFrom, key)
 	if len(ns.byKey) == 0 {
 		delete(t.namespaces, namespace)
 	}

@@ -123,15 +123,15 @@ func (r *reconciler) validateSelector(obj source.Object, key, selector string) (
 		c := decision.SelectorRequired()
 		return nil, nil, fatal(&c, errors.New(msg))
 	}
-	sel, err := labels.Parse(selector)
+	ns := obj.GetNamespace()
+	sel, registered, err := r.selectors.Parse(ns, key, selector)
 	if err != nil {
 		msg := decision.InvalidSelectorMessage(err)
 		r.recorder.Event(obj.Runtime(), corev1.EventTypeWarning, "InvalidSelector", msg)
 		c := decision.InvalidSelector(err)
 		return nil, nil, fatal(&c, errors.New(msg))
 	}
-	ns := obj.GetNamespace()
-	if !r.selectors.PutIfPresent(ns, key, sel) {
+	if !registered {
 		return nil, nil, fatal(nil, fmt.Errorf("HPA %s was deleted during reconciliation", key))
 	}
 	pods, err := clustercache.SelectPods(r.pods, ns, sel)
