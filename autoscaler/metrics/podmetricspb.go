@@ -65,36 +65,50 @@ type pbField struct {
 	varint uint64
 }
 
-// nextField reads the field at the start of b; rest is what follows it.
-func nextField(b []byte) (f pbField, rest []byte, err error) {
-	num, typ, n := protowire.ConsumeTag(b)
-	if n < 0 {
-		return f, nil, protowire.ParseError(n)
-	}
-	b = b[n:]
-	f = pbField{num: num, typ: typ}
-	switch typ {
-	case protowire.BytesType:
-		f.bytes, n = protowire.ConsumeBytes(b)
-	case protowire.VarintType:
-		f.varint, n = protowire.ConsumeVarint(b)
-	case protowire.EndGroupType:
-		return f, nil, fmt.Errorf("field %d: end group outside a group", num)
-	default:
-		n = protowire.ConsumeFieldValue(num, typ, b)
-	}
-	if n < 0 {
-		return f, nil, fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
-	}
-	return f, b[n:], nil
-}
-
-// want checks a known field's wire type, as the generated decoders do.
-func (f pbField) want(typ protowire.Type, name string) error {
-	if f.typ != typ {
-		return fmt.Errorf("wrong wire type %d for %s", f.typ, name)
+// eachField calls fn with each field of message b, in order.
+func eachField(b []byte, fn func(f pbField) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		f := pbField{num: num, typ: typ}
+		switch typ {
+		case protowire.BytesType:
+			f.bytes, n = protowire.ConsumeBytes(b)
+		case protowire.VarintType:
+			f.varint, n = protowire.ConsumeVarint(b)
+		case protowire.EndGroupType:
+			return fmt.Errorf("field %d: end group outside a group", num)
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
+		}
+		b = b[n:]
+		if err := fn(f); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// bytesOf and varintOf return a known field's value, checking its wire
+// type as the generated decoders do.
+func (f pbField) bytesOf(name string) ([]byte, error) {
+	if f.typ != protowire.BytesType {
+		return nil, fmt.Errorf("wrong wire type %d for %s", f.typ, name)
+	}
+	return f.bytes, nil
+}
+
+func (f pbField) varintOf(name string) (uint64, error) {
+	if f.typ != protowire.VarintType {
+		return 0, fmt.Errorf("wrong wire type %d for %s", f.typ, name)
+	}
+	return f.varint, nil
 }
 
 // interned shares, within one decode, the strings a list repeats (label
@@ -152,71 +166,61 @@ func decodePodMetricsProto(body []byte) (usageList, error) {
 		return usageList{}, err
 	}
 	n := 0
-	for b := raw; len(b) > 0; {
-		var f pbField
-		if f, b, err = nextField(b); err != nil {
-			return usageList{}, fmt.Errorf("PodMetricsList: %w", err)
-		}
+	if err := eachField(raw, func(f pbField) error {
 		if f.num == listItems {
 			n++
 		}
+		return nil
+	}); err != nil {
+		return usageList{}, fmt.Errorf("PodMetricsList: %w", err)
 	}
 	out := usageList{items: make([]replicas.PodUsage, 0, n), labels: make([]map[string]string, 0, n)}
 	in := newInterned()
-	for b := raw; len(b) > 0; {
-		f, rest, _ := nextField(b) // read above without error
-		b = rest
+	if err := eachField(raw, func(f pbField) error {
 		if f.num != listItems {
-			continue
+			return nil
 		}
-		if err := f.want(protowire.BytesType, "PodMetricsList.items"); err != nil {
-			return usageList{}, err
-		}
-		item, labels, err := decodePodUsage(f.bytes, in)
+		b, err := f.bytesOf("PodMetricsList.items")
 		if err != nil {
-			return usageList{}, fmt.Errorf("PodMetricsList.items[%d]: %w", len(out.items), err)
+			return err
+		}
+		item, labels, err := decodePodUsage(b, in)
+		if err != nil {
+			return fmt.Errorf("PodMetricsList.items[%d]: %w", len(out.items), err)
 		}
 		out.items = append(out.items, item)
 		out.labels = append(out.labels, labels)
+		return nil
+	}); err != nil {
+		return usageList{}, err
 	}
 	return out, nil
 }
 
 // envelopeRaw returns the object inside a runtime.Unknown envelope, which
 // must be a metrics.k8s.io/v1beta1 PodMetricsList (or not say).
-func envelopeRaw(b []byte) ([]byte, error) {
-	var raw []byte
-	for len(b) > 0 {
-		f, rest, err := nextField(b)
-		if err != nil {
-			return nil, fmt.Errorf("envelope: %w", err)
-		}
-		b = rest
+func envelopeRaw(b []byte) (raw []byte, err error) {
+	err = eachField(b, func(f pbField) error {
 		switch f.num {
 		case unknownTypeMeta:
-			if err := f.want(protowire.BytesType, "Unknown.typeMeta"); err != nil {
-				return nil, err
+			meta, err := f.bytesOf("Unknown.typeMeta")
+			if err != nil {
+				return err
 			}
-			if err := checkTypeMeta(f.bytes); err != nil {
-				return nil, err
-			}
+			return checkTypeMeta(meta)
 		case unknownRaw:
-			if err := f.want(protowire.BytesType, "Unknown.raw"); err != nil {
-				return nil, err
-			}
-			raw = f.bytes
+			raw, err = f.bytesOf("Unknown.raw")
 		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("envelope: %w", err)
 	}
 	return raw, nil
 }
 
 func checkTypeMeta(b []byte) error {
-	for len(b) > 0 {
-		f, rest, err := nextField(b)
-		if err != nil {
-			return fmt.Errorf("envelope's type: %w", err)
-		}
-		b = rest
+	return eachField(b, func(f pbField) error {
 		var want string
 		switch f.num {
 		case typeMetaVersion:
@@ -224,63 +228,53 @@ func checkTypeMeta(b []byte) error {
 		case typeMetaKind:
 			want = "PodMetricsList"
 		default:
-			continue
+			return nil
 		}
-		if err := f.want(protowire.BytesType, "TypeMeta"); err != nil {
+		got, err := f.bytesOf("TypeMeta")
+		if err != nil {
 			return err
 		}
-		if got := string(f.bytes); got != "" && got != want {
+		if len(got) > 0 && string(got) != want {
 			return fmt.Errorf("the body holds a %q, want %q", got, want)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
-func decodePodUsage(b []byte, in *interned) (replicas.PodUsage, map[string]string, error) {
-	var (
-		pu     replicas.PodUsage
-		labels map[string]string
-	)
-	for len(b) > 0 {
-		f, rest, err := nextField(b)
-		if err != nil {
-			return pu, nil, err
-		}
-		b = rest
+func decodePodUsage(b []byte, in *interned) (pu replicas.PodUsage, labels map[string]string, err error) {
+	err = eachField(b, func(f pbField) error {
+		var v []byte
 		switch f.num {
 		case podMetadata:
-			if err := f.want(protowire.BytesType, "metadata"); err != nil {
-				return pu, nil, err
-			}
-			if labels, err = decodeObjectMeta(f.bytes, &pu.Name, labels, in); err != nil {
-				return pu, nil, fmt.Errorf("metadata: %w", err)
+			if v, err = f.bytesOf("metadata"); err == nil {
+				if labels, err = decodeObjectMeta(v, &pu.Name, labels, in); err != nil {
+					err = fmt.Errorf("metadata: %w", err)
+				}
 			}
 		case podTimestamp:
-			if err := f.want(protowire.BytesType, "timestamp"); err != nil {
-				return pu, nil, err
-			}
-			if pu.Timestamp, err = decodeTime(f.bytes); err != nil {
-				return pu, nil, fmt.Errorf("timestamp: %w", err)
+			if v, err = f.bytesOf("timestamp"); err == nil {
+				if pu.Timestamp, err = decodeTime(v); err != nil {
+					err = fmt.Errorf("timestamp: %w", err)
+				}
 			}
 		case podWindow:
-			if err := f.want(protowire.BytesType, "window"); err != nil {
-				return pu, nil, err
-			}
-			if pu.Window, err = decodeDuration(f.bytes); err != nil {
-				return pu, nil, fmt.Errorf("window: %w", err)
+			if v, err = f.bytesOf("window"); err == nil {
+				if pu.Window, err = decodeDuration(v); err != nil {
+					err = fmt.Errorf("window: %w", err)
+				}
 			}
 		case podContainers:
-			if err := f.want(protowire.BytesType, "containers"); err != nil {
-				return pu, nil, err
+			if v, err = f.bytesOf("containers"); err == nil {
+				var c replicas.ContainerUsage
+				if c, err = decodeContainer(v, in); err != nil {
+					return fmt.Errorf("containers[%d]: %w", len(pu.Containers), err)
+				}
+				pu.Containers = append(pu.Containers, c)
 			}
-			c, err := decodeContainer(f.bytes, in)
-			if err != nil {
-				return pu, nil, fmt.Errorf("containers[%d]: %w", len(pu.Containers), err)
-			}
-			pu.Containers = append(pu.Containers, c)
 		}
-	}
-	return pu, labels, nil
+		return err
+	})
+	return pu, labels, err
 }
 
 // decodeObjectMeta reads the name and labels of an ObjectMeta. A second
@@ -289,24 +283,20 @@ func decodePodUsage(b []byte, in *interned) (replicas.PodUsage, map[string]strin
 // shared).
 func decodeObjectMeta(b []byte, name *string, labels map[string]string, in *interned) (map[string]string, error) {
 	in.scratch = in.scratch[:0]
-	for len(b) > 0 {
-		f, rest, err := nextField(b)
-		if err != nil {
-			return nil, err
-		}
-		b = rest
+	if err := eachField(b, func(f pbField) error {
 		switch f.num {
 		case metaName:
-			if err := f.want(protowire.BytesType, "name"); err != nil {
-				return nil, err
-			}
-			*name = string(f.bytes)
+			v, err := f.bytesOf("name")
+			*name = string(v)
+			return err
 		case metaLabels:
-			if err := f.want(protowire.BytesType, "labels"); err != nil {
-				return nil, err
-			}
-			in.scratch = protowire.AppendBytes(in.scratch, f.bytes)
+			v, err := f.bytesOf("labels")
+			in.scratch = protowire.AppendBytes(in.scratch, v)
+			return err
 		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	if len(in.scratch) == 0 {
 		return labels, nil
@@ -326,26 +316,17 @@ func decodeObjectMeta(b []byte, name *string, labels map[string]string, in *inte
 // mapEntry reads a map<string, X> entry: its key, and its value's bytes
 // (a string, or a message).
 func mapEntry(b []byte) (key, value []byte, err error) {
-	for len(b) > 0 {
-		f, rest, err := nextField(b)
-		if err != nil {
-			return nil, nil, err
-		}
-		b = rest
+	err = eachField(b, func(f pbField) error {
+		var err error
 		switch f.num {
 		case mapKey:
-			if err := f.want(protowire.BytesType, "a map key"); err != nil {
-				return nil, nil, err
-			}
-			key = f.bytes
+			key, err = f.bytesOf("a map key")
 		case mapValue:
-			if err := f.want(protowire.BytesType, "a map value"); err != nil {
-				return nil, nil, err
-			}
-			value = f.bytes
+			value, err = f.bytesOf("a map value")
 		}
-	}
-	return key, value, nil
+		return err
+	})
+	return key, value, err
 }
 
 // decodeTime is metav1.Time's decoder: whole seconds, local time; an
@@ -354,94 +335,70 @@ func decodeTime(b []byte) (time.Time, error) {
 	if len(b) == 0 {
 		return time.Time{}, nil
 	}
-	var seconds int64
-	for len(b) > 0 {
-		f, rest, err := nextField(b)
-		if err != nil {
-			return time.Time{}, err
-		}
-		b = rest
+	var seconds uint64
+	err := eachField(b, func(f pbField) (err error) {
 		if f.num == timeSeconds {
-			if err := f.want(protowire.VarintType, "seconds"); err != nil {
-				return time.Time{}, err
-			}
-			seconds = int64(f.varint)
+			seconds, err = f.varintOf("seconds")
 		}
-	}
-	return time.Unix(seconds, 0).Local(), nil
+		return err
+	})
+	return time.Unix(int64(seconds), 0).Local(), err
 }
 
 func decodeDuration(b []byte) (time.Duration, error) {
-	var d time.Duration
-	for len(b) > 0 {
-		f, rest, err := nextField(b)
-		if err != nil {
-			return 0, err
-		}
-		b = rest
+	var d uint64
+	err := eachField(b, func(f pbField) (err error) {
 		if f.num == durationValue {
-			if err := f.want(protowire.VarintType, "duration"); err != nil {
-				return 0, err
-			}
-			d = time.Duration(int64(f.varint))
+			d, err = f.varintOf("duration")
 		}
-	}
-	return d, nil
+		return err
+	})
+	return time.Duration(int64(d)), err
 }
 
-func decodeContainer(b []byte, in *interned) (replicas.ContainerUsage, error) {
-	var c replicas.ContainerUsage
-	for len(b) > 0 {
-		f, rest, err := nextField(b)
-		if err != nil {
-			return c, err
-		}
-		b = rest
+func decodeContainer(b []byte, in *interned) (c replicas.ContainerUsage, err error) {
+	err = eachField(b, func(f pbField) error {
 		switch f.num {
 		case containerName:
-			if err := f.want(protowire.BytesType, "name"); err != nil {
-				return c, err
-			}
-			c.Name = in.str(f.bytes)
+			v, err := f.bytesOf("name")
+			c.Name = in.str(v)
+			return err
 		case containerUsage:
-			if err := f.want(protowire.BytesType, "usage"); err != nil {
-				return c, err
-			}
-			k, v, err := mapEntry(f.bytes)
+			v, err := f.bytesOf("usage")
 			if err != nil {
-				return c, fmt.Errorf("usage: %w", err)
+				return err
 			}
-			milli, err := quantityMilli(v)
+			k, q, err := mapEntry(v)
 			if err != nil {
-				return c, fmt.Errorf("usage %q: %w", k, err)
+				return fmt.Errorf("usage: %w", err)
+			}
+			milli, err := quantityMilli(q)
+			if err != nil {
+				return fmt.Errorf("usage %q: %w", k, err)
 			}
 			if c.Usage == nil {
 				c.Usage = map[corev1.ResourceName]int64{}
 			}
 			c.Usage[corev1.ResourceName(in.str(k))] = milli
 		}
-	}
-	return c, nil
+		return nil
+	})
+	return c, err
 }
 
 // quantityMilli reads a resource.Quantity message (its string form) in
 // milli-units; an empty message is zero.
 func quantityMilli(b []byte) (int64, error) {
 	var q resource.Quantity
-	for len(b) > 0 {
-		f, rest, err := nextField(b)
-		if err != nil {
-			return 0, err
+	err := eachField(b, func(f pbField) error {
+		if f.num != quantityAsString {
+			return nil
 		}
-		b = rest
-		if f.num == quantityAsString {
-			if err := f.want(protowire.BytesType, "a quantity"); err != nil {
-				return 0, err
-			}
-			if q, err = resource.ParseQuantity(string(f.bytes)); err != nil {
-				return 0, err
-			}
+		v, err := f.bytesOf("a quantity")
+		if err == nil {
+			q, err = resource.ParseQuantity(string(v))
 		}
-	}
-	return q.MilliValue(), nil
+		return err
+	})
+	return q.MilliValue(), err
 }
