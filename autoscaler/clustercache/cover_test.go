@@ -143,8 +143,11 @@ func TestSelectorTrackerSelectors(t *testing.T) {
 	if _, all := tr.Selectors("ns", everyKey); cover(all) != "none" {
 		t.Errorf("cover %q while no autoscaler is reconciled, want none", cover(all))
 	}
-	tr.PutIfPresent("ns", "ns/a", mustParse(t, "app=a"))
-	tr.PutIfPresent("ns", "ns/b", mustParse(t, "app=b"))
+	for key, raw := range map[string]string{"ns/a": "app=a", "ns/b": "app=b"} {
+		if _, ok, err := tr.Parse("ns", key, raw); err != nil || !ok {
+			t.Fatalf("%s: registered %v, error %v", key, ok, err)
+		}
+	}
 	tr.PutIfAbsent("ns", "ns/c", mustParse(t, "app=c"))
 	tr.PutIfAbsent("other", "other/d", mustParse(t, "app=d"))
 	kept, all := tr.Selectors("ns", func(key string) bool { return key != "ns/b" })

@@ -48,7 +48,6 @@ func indexPair(sel labels.Selector) (string, bool) {
 }
 
 func (n *namespaceSelectors) put(key string, sel labels.Selector) {
-	delete(n.parsedFrom, key)
 	if old, ok := n.byKey[key]; ok {
 		n.unindex(key, old)
 	}
@@ -92,24 +91,8 @@ func (t *SelectorTracker) PutIfAbsent(namespace, key string, sel labels.Selector
 	return true
 }
 
-// PutIfPresent replaces the selector of a registered key; false when the
-// key is not registered (the object was deleted meanwhile).
-func (t *SelectorTracker) PutIfPresent(namespace, key string, sel labels.Selector) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	ns := t.namespaces[namespace]
-	if ns == nil {
-		return false
-	}
-	if _, ok := ns.byKey[key]; !ok {
-		return false
-	}
-	ns.put(key, sel)
-	return true
-}
-
-// Parse registers the selector raw parses to for a registered key, as
-// PutIfPresent does, and returns it. While key's selector was parsed from
+// Parse registers the selector raw parses to for a registered key, in
+// place of the one it had, and returns it. While key's selector was parsed from
 // the same string, it returns that selector and changes nothing: a
 // scale's selector rarely changes, and parsing and re-indexing it on
 // every reconcile were 2% of the controller's CPU. registered is false

@@ -30,16 +30,14 @@ func TestSelectorTracker(t *testing.T) {
 	}
 	tr.PutIfAbsent("b", "other", labels.Everything())
 	for key, s := range sels {
-		sel, err := labels.Parse(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !tr.PutIfPresent("a", key, sel) {
-			t.Fatalf("%s not registered", key)
+		if _, ok, err := tr.Parse("a", key, s); err != nil || !ok {
+			t.Fatalf("%s: registered %v, error %v", key, ok, err)
 		}
 	}
 	// web changes its selector; notin is deleted.
-	tr.PutIfPresent("a", "web", labels.SelectorFromSet(labels.Set{"app": "web", "tier": "back"}))
+	if _, ok, err := tr.Parse("a", "web", "app=web,tier=back"); err != nil || !ok {
+		t.Fatalf("web: registered %v, error %v", ok, err)
+	}
 	sels["web"] = "app=web,tier=back"
 	tr.Delete("a", "notin")
 	delete(sels, "notin")
@@ -153,16 +151,6 @@ func TestParse(t *testing.T) {
 			}
 			if got := matching(tr, web); !slices.Equal(got, []string{"ns/a"}) {
 				t.Errorf("re-added and parsed: matching web pods %v", got)
-			}
-		}},
-		{"a selector put otherwise is parsed again", func(t *testing.T, tr *SelectorTracker) {
-			tr.Parse("ns", "ns/a", "app=web")
-			tr.PutIfPresent("ns", "ns/a", labels.Nothing())
-			if _, ok, _ := tr.Parse("ns", "ns/a", "app=web"); !ok {
-				t.Fatal("not registered")
-			}
-			if got := matching(tr, web); !slices.Equal(got, []string{"ns/a"}) {
-				t.Errorf("matching web pods: %v", got)
 			}
 		}},
 	}
