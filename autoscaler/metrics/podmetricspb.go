@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
+	"github.com/tidal-autoscaler/tidal/internal/intern"
 )
 
 // This file decodes a protobuf PodMetricsList straight into what the
@@ -116,23 +117,14 @@ func (f pbField) varintOf(name string) (uint64, error) {
 // pods of one Deployment carry the same labels, and a map per pod was a
 // third of the decode's allocations. Everything decoded is read-only.
 type interned struct {
-	strs   map[string]string
+	strs   intern.Strings
 	labels map[string]map[string]string
 	// scratch collects a pod's label entries, the key of its set.
 	scratch []byte
 }
 
 func newInterned() *interned {
-	return &interned{strs: map[string]string{}, labels: map[string]map[string]string{}}
-}
-
-func (in *interned) str(b []byte) string {
-	if s, ok := in.strs[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	in.strs[s] = s
-	return s
+	return &interned{strs: intern.Strings{}, labels: map[string]map[string]string{}}
 }
 
 // labelSet returns the labels whose entries (length-prefixed, in order)
@@ -149,7 +141,7 @@ func (in *interned) labelSet() (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		m[in.str(k)] = in.str(v)
+		m[in.strs.Of(k)] = in.strs.Of(v)
 	}
 	in.labels[string(in.scratch)] = m
 	return m, nil
@@ -361,7 +353,7 @@ func decodeContainer(b []byte, in *interned) (c replicas.ContainerUsage, err err
 		switch f.num {
 		case containerName:
 			v, err := f.bytesOf("name")
-			c.Name = in.str(v)
+			c.Name = in.strs.Of(v)
 			return err
 		case containerUsage:
 			v, err := f.bytesOf("usage")
@@ -379,7 +371,7 @@ func decodeContainer(b []byte, in *interned) (c replicas.ContainerUsage, err err
 			if c.Usage == nil {
 				c.Usage = map[corev1.ResourceName]int64{}
 			}
-			c.Usage[corev1.ResourceName(in.str(k))] = milli
+			c.Usage[corev1.ResourceName(in.strs.Of(k))] = milli
 		}
 		return nil
 	})

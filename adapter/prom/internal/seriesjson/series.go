@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/tidal-autoscaler/tidal/internal/intern"
 )
 
 // Shape is what discovery needs of a series: its name and its label names
@@ -60,7 +62,7 @@ func ReadLimited(r io.Reader, maxShapeBytes int64) (Response, error) {
 		r:        r,
 		buf:      make([]byte, seriesBufSize),
 		seen:     map[string]struct{}{},
-		intern:   map[string]string{},
+		strs:     intern.Strings{},
 		maxShape: maxShapeBytes,
 	}
 	err := s.response()
@@ -95,9 +97,9 @@ type seriesScanner struct {
 	spans  []span
 	key    []byte
 
-	seen   map[string]struct{}
-	intern map[string]string
-	out    Response
+	seen map[string]struct{}
+	strs intern.Strings
+	out  Response
 	// kept estimates the bytes the distinct shapes hold, maxShape bounds
 	// it (0: no bound).
 	kept, maxShape int64
@@ -299,9 +301,9 @@ func (s *seriesScanner) addShape() error {
 	if _, ok := s.seen[string(s.key)]; ok {
 		return nil
 	}
-	sh := Shape{Name: s.internBytes(s.name), Labels: make([]string, len(uniq))}
+	sh := Shape{Name: s.strs.Of(s.name), Labels: make([]string, len(uniq))}
 	for i, x := range uniq {
-		sh.Labels[i] = s.internBytes(lb[x.start:x.end])
+		sh.Labels[i] = s.strs.Of(lb[x.start:x.end])
 	}
 	s.kept += shapeBytes(sh.Name, sh.Labels)
 	if s.maxShape > 0 && s.kept > s.maxShape {
@@ -310,15 +312,6 @@ func (s *seriesScanner) addShape() error {
 	s.seen[string(s.key)] = struct{}{}
 	s.out.Shapes = append(s.out.Shapes, sh)
 	return nil
-}
-
-func (s *seriesScanner) internBytes(b []byte) string {
-	if v, ok := s.intern[string(b)]; ok {
-		return v
-	}
-	v := string(b)
-	s.intern[v] = v
-	return v
 }
 
 // next reads the ',' between elements (true) or the closing delimiter
