@@ -1,6 +1,8 @@
 package behavior
 
 import (
+	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -52,6 +54,76 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 				t.Error("decoded Recommendations are nil: a seeded object would record its initial recommendation again")
 			}
 		})
+	}
+}
+
+// marshalPersisted is the encoding as json.Marshal makes it of
+// persisted, the reference Encode must equal byte for byte.
+func marshalPersisted(t *testing.T, h History) string {
+	t.Helper()
+	entry := func(v int32, at time.Time, outdated bool) []int64 {
+		if outdated {
+			return []int64{int64(v), at.UnixNano(), 1}
+		}
+		return []int64{int64(v), at.UnixNano()}
+	}
+	p := persisted{Version: persistedVersion, Recs: [][]int64{}}
+	for _, r := range h.Recommendations {
+		p.Recs = append(p.Recs, entry(r.Replicas, r.Time, false))
+	}
+	for _, e := range h.ScaleUpEvents {
+		p.Up = append(p.Up, entry(e.Change, e.Time, e.Outdated))
+	}
+	for _, e := range h.ScaleDownEvents {
+		p.Down = append(p.Down, entry(e.Change, e.Time, e.Outdated))
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestEncodeMatchesMarshal: Encode writes what json.Marshal writes of
+// persisted, for named shapes and for random histories; a history takes
+// two allocations (the buffer and the string).
+func TestEncodeMatchesMarshal(t *testing.T) {
+	tests := []struct {
+		name string
+		h    History
+	}{
+		{name: "nil recommendations", h: History{}},
+		{name: "empty events kept empty", h: History{Recommendations: precs(3, 0), ScaleUpEvents: []ScaleEvent{}, ScaleDownEvents: []ScaleEvent{}}},
+		{name: "both event lists", h: History{Recommendations: precs(2, 10, 4, 20), ScaleUpEvents: pevents(4, 0), ScaleDownEvents: pevents(1, 5, 2, 20)}},
+		{name: "outdated events", h: History{ScaleDownEvents: []ScaleEvent{{Change: 4, Time: at(0), Outdated: true}, {Change: 1, Time: at(9)}}}},
+		{name: "extremes", h: History{Recommendations: []Recommendation{{Replicas: 1<<31 - 1, Time: time.Unix(0, 1<<62)}, {Replicas: 0, Time: time.Unix(-5, 0)}}}},
+	}
+	rng := rand.New(rand.NewPCG(7, 21))
+	for i := range 200 {
+		var h History
+		for range rng.IntN(MaxPersistedEntries + 1) {
+			h.Recommendations = append(h.Recommendations, Recommendation{Replicas: rng.Int32(), Time: time.Unix(0, rng.Int64())})
+		}
+		for _, events := range []*[]ScaleEvent{&h.ScaleUpEvents, &h.ScaleDownEvents} {
+			for range rng.IntN(4) {
+				*events = append(*events, ScaleEvent{Change: rng.Int32N(100), Time: time.Unix(0, rng.Int64()), Outdated: rng.IntN(2) == 0})
+			}
+		}
+		tests = append(tests, struct {
+			name string
+			h    History
+		}{name: fmt.Sprintf("random %d", i), h: h})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, want := tt.h.Encode(), marshalPersisted(t, tt.h); got != want {
+				t.Errorf("Encode = %s\nwant     %s", got, want)
+			}
+		})
+	}
+	h := History{Recommendations: precs(5, 0, 3, 15, 1, 30), ScaleDownEvents: pevents(2, 20)}
+	if n := testing.AllocsPerRun(100, func() { _ = h.Encode() }); n > 2 {
+		t.Errorf("Encode allocated %v times, want at most 2", n)
 	}
 }
 
