@@ -1,6 +1,7 @@
 package clustercache
 
 import (
+	"encoding/json"
 	"reflect"
 	"runtime"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
+	"github.com/tidal-autoscaler/tidal/internal/heapbytes"
 )
 
 func requestsPod(name, cpu string) *corev1.Pod {
@@ -76,4 +78,37 @@ func TestPodConversions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, NewPodConversions()) })
 	}
+}
+
+// BenchmarkPodConversionBytes reports the heap PodConversions holds per
+// cached pod once a reconcile has read it (fullPod, slimmed as the
+// informer keeps it: two containers and two init containers), beside
+// the pod's own (BenchmarkPodCacheBytes).
+func BenchmarkPodConversionBytes(b *testing.B) {
+	data, err := json.Marshal(fullPod("web"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pods := make([]*corev1.Pod, 1000)
+	for i := range pods {
+		p := &corev1.Pod{}
+		if err := json.Unmarshal(data, p); err != nil {
+			b.Fatal(err)
+		}
+		slim, _ := CacheTransform(p)
+		pods[i] = slim.(*corev1.Pod)
+	}
+	var perPod float64
+	for b.Loop() {
+		conv := NewPodConversions()
+		perPod = heapbytes.PerObject(len(pods), func(i int) any {
+			conv.Convert(pods[i : i+1])
+			return nil
+		})
+		if conv.Len() != len(pods) {
+			b.Fatalf("%d conversions held, want %d", conv.Len(), len(pods))
+		}
+	}
+	runtime.KeepAlive(pods)
+	b.ReportMetric(perPod, "bytes/pod")
 }
