@@ -164,9 +164,15 @@ func annotationExtensions(annotations map[string]string) Extensions {
 }
 
 // metricFailuresOfAnnotation reads MetricFailuresAnnotation; anything but
-// a non-negative integer counts as 0.
+// a non-negative integer counts as 0. An absent annotation is not parsed:
+// it is read several times a reconcile, and ParseInt's error for "" was
+// an allocation each time.
 func metricFailuresOfAnnotation(annotations map[string]string) int32 {
-	n, err := strconv.ParseInt(annotations[MetricFailuresAnnotation], 10, 32)
+	v, ok := annotations[MetricFailuresAnnotation]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
 	if err != nil || n < 0 {
 		return 0
 	}

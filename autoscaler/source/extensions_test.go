@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 )
@@ -87,9 +88,38 @@ func TestMetricFailuresPersisted(t *testing.T) {
 			}
 		})
 	}
-	h := &autoscalingv2.HorizontalPodAutoscaler{}
-	h.Annotations = map[string]string{MetricFailuresAnnotation: "-3"}
-	if n := ObjectOfHPA(h).MetricFailures(); n != 0 {
-		t.Errorf("a negative annotation reads as %d", n)
+}
+
+// TestMetricFailuresOfAnnotation: the annotation's count, 0 for anything
+// but a non-negative int32; reading an object without it allocates
+// nothing (it is read several times a reconcile).
+func TestMetricFailuresOfAnnotation(t *testing.T) {
+	tests := []struct {
+		name  string
+		value *string
+		want  int32
+	}{
+		{name: "absent", want: 0},
+		{name: "a count", value: ptr.To("3"), want: 3},
+		{name: "empty", value: ptr.To(""), want: 0},
+		{name: "negative", value: ptr.To("-3"), want: 0},
+		{name: "not a number", value: ptr.To("three"), want: 0},
+		{name: "beyond int32", value: ptr.To("4294967296"), want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &autoscalingv2.HorizontalPodAutoscaler{}
+			h.Annotations = map[string]string{"other": "x"}
+			if tt.value != nil {
+				h.Annotations[MetricFailuresAnnotation] = *tt.value
+			}
+			if n := ObjectOfHPA(h).MetricFailures(); n != tt.want {
+				t.Errorf("MetricFailures = %d, want %d", n, tt.want)
+			}
+		})
+	}
+	h := ObjectOfHPA(&autoscalingv2.HorizontalPodAutoscaler{})
+	if n := testing.AllocsPerRun(100, func() { h.MetricFailures() }); n != 0 {
+		t.Errorf("reading an absent count allocated %v times, want 0", n)
 	}
 }
