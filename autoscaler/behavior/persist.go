@@ -58,8 +58,15 @@ const MaxPersistedEntries = 64
 // compacted history says the object has been seen, so the initial
 // recommendation (RecordInitial) is not recorded again when it is seeded.
 func (h History) Compact(ret Retention, now time.Time) History {
-	recs := slices.Clone(h.Recommendations)
-	slices.SortStableFunc(recs, func(a, b Recommendation) int { return a.Time.Compare(b.Time) })
+	byTime := func(a, b Recommendation) int { return a.Time.Compare(b.Time) }
+	// Recorded in time order, recommendations are sorted already but for
+	// reused slots; only then are they copied to be sorted (this runs up
+	// to three times a reconcile).
+	recs := h.Recommendations
+	if !slices.IsSortedFunc(recs, byTime) {
+		recs = slices.Clone(recs)
+		slices.SortStableFunc(recs, byTime)
+	}
 	upCutoff, downCutoff := now.Add(-ret.UpWindow), now.Add(-ret.DownWindow)
 	kept := make([]Recommendation, 0, len(recs))
 	var newerMax, newerMin int32

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,11 +214,24 @@ func TestCompact(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			before := slices.Clone(tt.h.Recommendations)
 			got := tt.h.Compact(tt.ret, now)
 			if !got.Equal(tt.want) || got.Recommendations == nil {
 				t.Errorf("Compact:\n got  %+v\n want %+v", got, tt.want)
 			}
+			if !slices.Equal(tt.h.Recommendations, before) {
+				t.Errorf("Compact changed its input: %+v, was %+v", tt.h.Recommendations, before)
+			}
 		})
+	}
+	// Sorted (as recorded), the recommendations are not copied to be
+	// sorted: the kept list is the one allocation.
+	var sorted History
+	for i := range 20 {
+		sorted.Recommendations = append(sorted.Recommendations, Recommendation{Replicas: int32(20 - i), Time: at(float64(i))})
+	}
+	if n := testing.AllocsPerRun(100, func() { sorted.Compact(Retention{DownWindow: time.Hour}, now) }); n != 1 {
+		t.Errorf("Compact of a sorted history allocated %v times, want 1", n)
 	}
 }
 
