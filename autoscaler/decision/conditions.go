@@ -2,6 +2,7 @@ package decision
 
 import (
 	"fmt"
+	"strings"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +18,22 @@ type Condition struct {
 }
 
 func cond(t autoscalingv2.HorizontalPodAutoscalerConditionType, s corev1.ConditionStatus, reason, format string, args ...any) Condition {
-	return Condition{Type: t, Status: s, Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return Condition{Type: t, Status: s, Reason: reason, Message: message(format, args...)}
+}
+
+// message is fmt.Sprintf(format, args...), without formatting the two
+// shapes every reconcile makes (a plain message, and "%s" of one
+// string), which need no copy.
+func message(format string, args ...any) string {
+	switch {
+	case len(args) == 0 && !strings.Contains(format, "%"):
+		return format
+	case len(args) == 1 && format == "%s":
+		if s, ok := args[0].(string); ok {
+			return s
+		}
+	}
+	return fmt.Sprintf(format, args...)
 }
 
 // Conditions of the scale subresource steps (the controller's I/O side).

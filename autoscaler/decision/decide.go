@@ -185,6 +185,7 @@ func (c Config) Decide(in Input, metrics *Combined, hist *behavior.History) Deci
 		d.MetricsFailed, d.Err = true, errMetricsMissing
 		return d
 	}
+	d.Conditions = make([]Condition, 0, 3) // ScalingActive, AbleToScale, ScalingLimited
 	if metrics.ScalingActive != nil {
 		d.Conditions = append(d.Conditions, *metrics.ScalingActive)
 	}
