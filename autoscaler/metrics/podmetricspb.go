@@ -368,10 +368,7 @@ func decodeContainer(b []byte, in *interned) (c replicas.ContainerUsage, err err
 			if err != nil {
 				return fmt.Errorf("usage %q: %w", k, err)
 			}
-			if c.Usage == nil {
-				c.Usage = map[corev1.ResourceName]int64{}
-			}
-			c.Usage[corev1.ResourceName(in.strs.Of(k))] = milli
+			c.Set(corev1.ResourceName(in.strs.Of(k)), milli)
 		}
 		return nil
 	})

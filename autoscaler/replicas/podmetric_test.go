@@ -203,8 +203,8 @@ func TestContainerResourceUtilization(t *testing.T) {
 		return p
 	}
 	usage := []PodUsage{
-		{Name: "a", Timestamp: testNow, Containers: []ContainerUsage{{Name: "app", Usage: reqs(400)}, {Name: "proxy", Usage: reqs(100)}}},
-		{Name: "b", Timestamp: testNow, Containers: []ContainerUsage{{Name: "app", Usage: reqs(400)}, {Name: "proxy", Usage: reqs(10)}}},
+		{Name: "a", Timestamp: testNow, Containers: []ContainerUsage{{Name: "app", Usage: cpuUsage(400)}, {Name: "proxy", Usage: cpuUsage(100)}}},
+		{Name: "b", Timestamp: testNow, Containers: []ContainerUsage{{Name: "app", Usage: cpuUsage(400)}, {Name: "proxy", Usage: cpuUsage(10)}}},
 	}
 	tests := []struct {
 		name      string

@@ -2,6 +2,8 @@ package replicas
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,10 +18,43 @@ type PodUsage struct {
 	Containers []ContainerUsage
 }
 
-// ContainerUsage is the usage of one container, milli-units per resource.
+// ContainerUsage is the usage of one container.
 type ContainerUsage struct {
-	Name  string
-	Usage map[corev1.ResourceName]int64
+	Name string
+	// Usage holds each resource once, sorted by name (see Set). A
+	// container reports two or three resources: a slice is a third of a
+	// map's memory, and a map per container was most of what was left of
+	// a PodMetrics list's decode.
+	Usage []ResourceUsage
+}
+
+// ResourceUsage is a container's usage of one resource, in milli-units.
+type ResourceUsage struct {
+	Resource corev1.ResourceName
+	Milli    int64
+}
+
+// Of returns the container's usage of r; false when it reports none.
+func (c ContainerUsage) Of(r corev1.ResourceName) (int64, bool) {
+	for _, u := range c.Usage {
+		if u.Resource == r {
+			return u.Milli, true
+		}
+	}
+	return 0, false
+}
+
+// Set records milli as the usage of r, in place of an earlier one (the
+// last value of a resource wins, as in a map).
+func (c *ContainerUsage) Set(r corev1.ResourceName, milli int64) {
+	i, found := slices.BinarySearchFunc(c.Usage, r, func(u ResourceUsage, r corev1.ResourceName) int {
+		return strings.Compare(string(u.Resource), string(r))
+	})
+	if found {
+		c.Usage[i].Milli = milli
+		return
+	}
+	c.Usage = slices.Insert(c.Usage, i, ResourceUsage{Resource: r, Milli: milli})
 }
 
 var errNoResourceMetrics = errors.New("no metrics returned from resource metrics API")
@@ -44,7 +79,7 @@ func ResourceSamples(items []PodUsage, resource corev1.ResourceName, container s
 				if c.Name != container {
 					continue
 				}
-				if v, ok := c.Usage[resource]; ok {
+				if v, ok := c.Of(resource); ok {
 					out[m.Name] = Sample{Value: v, Timestamp: m.Timestamp, Window: m.Window}
 				}
 				break
@@ -57,7 +92,7 @@ func ResourceSamples(items []PodUsage, resource corev1.ResourceName, container s
 		var sum int64
 		complete := true
 		for _, c := range m.Containers {
-			v, ok := c.Usage[resource]
+			v, ok := c.Of(resource)
 			if !ok {
 				complete = false
 				break
@@ -77,7 +112,14 @@ func FromV1beta1PodMetrics(items []metricsv1beta1.PodMetrics) []PodUsage {
 	for _, m := range items {
 		pu := PodUsage{Name: m.Name, Timestamp: m.Timestamp.Time, Window: m.Window.Duration}
 		for _, c := range m.Containers {
-			pu.Containers = append(pu.Containers, ContainerUsage{Name: c.Name, Usage: milliRequests(c.Usage)})
+			cu := ContainerUsage{Name: c.Name}
+			if len(c.Usage) > 0 {
+				cu.Usage = make([]ResourceUsage, 0, len(c.Usage))
+			}
+			for r, q := range c.Usage {
+				cu.Set(r, q.MilliValue())
+			}
+			pu.Containers = append(pu.Containers, cu)
 		}
 		out = append(out, pu)
 	}

@@ -1,6 +1,7 @@
 package replicas
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -10,16 +11,53 @@ import (
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 )
 
+func cpuUsage(milli int64) []ResourceUsage { return []ResourceUsage{{cpu, milli}} }
+
+// TestContainerUsage: Set keeps one value per resource, the last, sorted
+// by name; Of finds it, or reports none.
+func TestContainerUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		set  []ResourceUsage
+		want []ResourceUsage
+	}{
+		{name: "none", want: nil},
+		{name: "sorted by name", set: []ResourceUsage{{"memory", 20}, {"cpu", 5}, {"example.com/gpu", 1}},
+			want: []ResourceUsage{{"cpu", 5}, {"example.com/gpu", 1}, {"memory", 20}}},
+		{name: "the last value of a resource wins", set: []ResourceUsage{{"cpu", 5}, {"memory", 20}, {"cpu", 7}},
+			want: []ResourceUsage{{"cpu", 7}, {"memory", 20}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c ContainerUsage
+			for _, u := range tt.set {
+				c.Set(u.Resource, u.Milli)
+			}
+			if !slices.Equal(c.Usage, tt.want) {
+				t.Errorf("Usage = %v, want %v", c.Usage, tt.want)
+			}
+			for _, u := range tt.want {
+				if v, ok := c.Of(u.Resource); !ok || v != u.Milli {
+					t.Errorf("Of(%s) = %d, %v; want %d", u.Resource, v, ok, u.Milli)
+				}
+			}
+			if v, ok := c.Of("ephemeral-storage"); ok {
+				t.Errorf("Of(ephemeral-storage) = %d, true; want none", v)
+			}
+		})
+	}
+}
+
 func TestResourceSamples(t *testing.T) {
 	mem := corev1.ResourceMemory
 	first := testNow.Add(-time.Second)
 	items := []PodUsage{
 		{Name: "a", Timestamp: first, Window: time.Minute, Containers: []ContainerUsage{
-			{Name: "app", Usage: map[corev1.ResourceName]int64{cpu: 300, mem: 1000}},
-			{Name: "proxy", Usage: map[corev1.ResourceName]int64{cpu: 50}},
+			{Name: "app", Usage: []ResourceUsage{{cpu, 300}, {mem, 1000}}},
+			{Name: "proxy", Usage: cpuUsage(50)},
 		}},
 		{Name: "b", Timestamp: testNow, Containers: []ContainerUsage{
-			{Name: "app", Usage: map[corev1.ResourceName]int64{cpu: 100, mem: 2000}},
+			{Name: "app", Usage: []ResourceUsage{{cpu, 100}, {mem, 2000}}},
 		}},
 		{Name: "c", Timestamp: testNow}, // no containers
 	}
@@ -79,13 +117,13 @@ func TestFromV1beta1PodMetrics(t *testing.T) {
 		want PodUsage
 	}{
 		{name: "converts to milli-units", want: PodUsage{Name: "a", Timestamp: testNow, Window: 30 * time.Second,
-			Containers: []ContainerUsage{{Name: "app", Usage: map[corev1.ResourceName]int64{cpu: 1500}}}}},
+			Containers: []ContainerUsage{{Name: "app", Usage: cpuUsage(1500)}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := FromV1beta1PodMetrics(in)
 			if len(got) != 1 || got[0].Name != tt.want.Name || !got[0].Timestamp.Equal(tt.want.Timestamp) || got[0].Window != tt.want.Window ||
-				len(got[0].Containers) != 1 || got[0].Containers[0].Usage[cpu] != 1500 {
+				len(got[0].Containers) != 1 || !slices.Equal(got[0].Containers[0].Usage, tt.want.Containers[0].Usage) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
