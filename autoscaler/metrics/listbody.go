@@ -14,6 +14,7 @@ import (
 	metricsscheme "k8s.io/metrics/pkg/client/clientset/versioned/scheme"
 	resourceclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 
+	"github.com/tidal-autoscaler/tidal/autoscaler/internal/pbwire"
 	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
 )
 
@@ -90,7 +91,7 @@ func decodePodMetrics(buf *bytes.Buffer, r io.Reader) (usageList, error) {
 	if _, err := buf.ReadFrom(r); err != nil {
 		return usageList{}, fmt.Errorf("reading the PodMetrics list: %w", err)
 	}
-	if bytes.HasPrefix(buf.Bytes(), protobufPrefix) {
+	if bytes.HasPrefix(buf.Bytes(), pbwire.Prefix) {
 		l, err := decodePodMetricsProto(buf.Bytes())
 		if err != nil {
 			return usageList{}, fmt.Errorf("decoding the PodMetrics list: %w", err)

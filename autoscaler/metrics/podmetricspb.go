@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"time"
@@ -10,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/tidal-autoscaler/tidal/autoscaler/internal/pbwire"
 	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
 	"github.com/tidal-autoscaler/tidal/internal/intern"
 )
@@ -24,16 +24,8 @@ import (
 // (TestProtoDecodeMatchesGenerated, FuzzProtoDecode); fields the
 // conversion does not read are skipped.
 
-// protobufPrefix starts every Kubernetes protobuf body.
-var protobufPrefix = []byte("k8s\x00")
-
 // Field numbers, from the messages' generated.proto files.
 const (
-	// runtime.Unknown and its TypeMeta.
-	unknownTypeMeta  = 1
-	unknownRaw       = 2
-	typeMetaVersion  = 1
-	typeMetaKind     = 2
 	listItems        = 2 // PodMetricsList.items
 	podMetadata      = 1 // PodMetrics
 	podTimestamp     = 2
@@ -55,61 +47,6 @@ const (
 type usageList struct {
 	items  []replicas.PodUsage
 	labels []map[string]string
-}
-
-// pbField is one field of a protobuf message: a length-delimited field's
-// bytes, or a varint field's value.
-type pbField struct {
-	num    protowire.Number
-	typ    protowire.Type
-	bytes  []byte
-	varint uint64
-}
-
-// eachField calls fn with each field of message b, in order.
-func eachField(b []byte, fn func(f pbField) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		f := pbField{num: num, typ: typ}
-		switch typ {
-		case protowire.BytesType:
-			f.bytes, n = protowire.ConsumeBytes(b)
-		case protowire.VarintType:
-			f.varint, n = protowire.ConsumeVarint(b)
-		case protowire.EndGroupType:
-			return fmt.Errorf("field %d: end group outside a group", num)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return fmt.Errorf("field %d: %w", num, protowire.ParseError(n))
-		}
-		b = b[n:]
-		if err := fn(f); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// bytesOf and varintOf return a known field's value, checking its wire
-// type as the generated decoders do.
-func (f pbField) bytesOf(name string) ([]byte, error) {
-	if f.typ != protowire.BytesType {
-		return nil, fmt.Errorf("wrong wire type %d for %s", f.typ, name)
-	}
-	return f.bytes, nil
-}
-
-func (f pbField) varintOf(name string) (uint64, error) {
-	if f.typ != protowire.VarintType {
-		return 0, fmt.Errorf("wrong wire type %d for %s", f.typ, name)
-	}
-	return f.varint, nil
 }
 
 // interned shares, within one decode, the strings a list repeats (label
@@ -150,16 +87,19 @@ func (in *interned) labelSet() (map[string]string, error) {
 // decodePodMetricsProto decodes a protobuf PodMetricsList body, prefix and
 // envelope included.
 func decodePodMetricsProto(body []byte) (usageList, error) {
-	if !bytes.HasPrefix(body, protobufPrefix) || len(body) == len(protobufPrefix) {
-		return usageList{}, fmt.Errorf("not a protobuf body")
-	}
-	raw, err := envelopeRaw(body[len(protobufPrefix):])
+	env, err := pbwire.ReadEnvelope(body)
 	if err != nil {
 		return usageList{}, err
 	}
+	for _, c := range []struct{ got, want string }{{string(env.APIVersion), "metrics.k8s.io/v1beta1"}, {string(env.Kind), "PodMetricsList"}} {
+		if c.got != "" && c.got != c.want {
+			return usageList{}, fmt.Errorf("envelope: the body holds a %q, want %q", c.got, c.want)
+		}
+	}
+	raw := env.Raw
 	n := 0
-	if err := eachField(raw, func(f pbField) error {
-		if f.num == listItems {
+	if err := pbwire.Each(raw, func(f pbwire.Field) error {
+		if f.Num == listItems {
 			n++
 		}
 		return nil
@@ -168,11 +108,11 @@ func decodePodMetricsProto(body []byte) (usageList, error) {
 	}
 	out := usageList{items: make([]replicas.PodUsage, 0, n), labels: make([]map[string]string, 0, n)}
 	in := newInterned()
-	if err := eachField(raw, func(f pbField) error {
-		if f.num != listItems {
+	if err := pbwire.Each(raw, func(f pbwire.Field) error {
+		if f.Num != listItems {
 			return nil
 		}
-		b, err := f.bytesOf("PodMetricsList.items")
+		b, err := f.BytesOf("PodMetricsList.items")
 		if err != nil {
 			return err
 		}
@@ -189,74 +129,30 @@ func decodePodMetricsProto(body []byte) (usageList, error) {
 	return out, nil
 }
 
-// envelopeRaw returns the object inside a runtime.Unknown envelope, which
-// must be a metrics.k8s.io/v1beta1 PodMetricsList (or not say).
-func envelopeRaw(b []byte) (raw []byte, err error) {
-	err = eachField(b, func(f pbField) error {
-		switch f.num {
-		case unknownTypeMeta:
-			meta, err := f.bytesOf("Unknown.typeMeta")
-			if err != nil {
-				return err
-			}
-			return checkTypeMeta(meta)
-		case unknownRaw:
-			raw, err = f.bytesOf("Unknown.raw")
-		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("envelope: %w", err)
-	}
-	return raw, nil
-}
-
-func checkTypeMeta(b []byte) error {
-	return eachField(b, func(f pbField) error {
-		var want string
-		switch f.num {
-		case typeMetaVersion:
-			want = "metrics.k8s.io/v1beta1"
-		case typeMetaKind:
-			want = "PodMetricsList"
-		default:
-			return nil
-		}
-		got, err := f.bytesOf("TypeMeta")
-		if err != nil {
-			return err
-		}
-		if len(got) > 0 && string(got) != want {
-			return fmt.Errorf("the body holds a %q, want %q", got, want)
-		}
-		return nil
-	})
-}
-
 func decodePodUsage(b []byte, in *interned) (pu replicas.PodUsage, labels map[string]string, err error) {
-	err = eachField(b, func(f pbField) error {
+	err = pbwire.Each(b, func(f pbwire.Field) error {
 		var v []byte
-		switch f.num {
+		switch f.Num {
 		case podMetadata:
-			if v, err = f.bytesOf("metadata"); err == nil {
+			if v, err = f.BytesOf("metadata"); err == nil {
 				if labels, err = decodeObjectMeta(v, &pu.Name, labels, in); err != nil {
 					err = fmt.Errorf("metadata: %w", err)
 				}
 			}
 		case podTimestamp:
-			if v, err = f.bytesOf("timestamp"); err == nil {
+			if v, err = f.BytesOf("timestamp"); err == nil {
 				if pu.Timestamp, err = decodeTime(v); err != nil {
 					err = fmt.Errorf("timestamp: %w", err)
 				}
 			}
 		case podWindow:
-			if v, err = f.bytesOf("window"); err == nil {
+			if v, err = f.BytesOf("window"); err == nil {
 				if pu.Window, err = decodeDuration(v); err != nil {
 					err = fmt.Errorf("window: %w", err)
 				}
 			}
 		case podContainers:
-			if v, err = f.bytesOf("containers"); err == nil {
+			if v, err = f.BytesOf("containers"); err == nil {
 				var c replicas.ContainerUsage
 				if c, err = decodeContainer(v, in); err != nil {
 					return fmt.Errorf("containers[%d]: %w", len(pu.Containers), err)
@@ -275,14 +171,14 @@ func decodePodUsage(b []byte, in *interned) (pu replicas.PodUsage, labels map[st
 // shared).
 func decodeObjectMeta(b []byte, name *string, labels map[string]string, in *interned) (map[string]string, error) {
 	in.scratch = in.scratch[:0]
-	if err := eachField(b, func(f pbField) error {
-		switch f.num {
+	if err := pbwire.Each(b, func(f pbwire.Field) error {
+		switch f.Num {
 		case metaName:
-			v, err := f.bytesOf("name")
+			v, err := f.BytesOf("name")
 			*name = string(v)
 			return err
 		case metaLabels:
-			v, err := f.bytesOf("labels")
+			v, err := f.BytesOf("labels")
 			in.scratch = protowire.AppendBytes(in.scratch, v)
 			return err
 		}
@@ -308,13 +204,13 @@ func decodeObjectMeta(b []byte, name *string, labels map[string]string, in *inte
 // mapEntry reads a map<string, X> entry: its key, and its value's bytes
 // (a string, or a message).
 func mapEntry(b []byte) (key, value []byte, err error) {
-	err = eachField(b, func(f pbField) error {
+	err = pbwire.Each(b, func(f pbwire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case mapKey:
-			key, err = f.bytesOf("a map key")
+			key, err = f.BytesOf("a map key")
 		case mapValue:
-			value, err = f.bytesOf("a map value")
+			value, err = f.BytesOf("a map value")
 		}
 		return err
 	})
@@ -328,9 +224,9 @@ func decodeTime(b []byte) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	var seconds uint64
-	err := eachField(b, func(f pbField) (err error) {
-		if f.num == timeSeconds {
-			seconds, err = f.varintOf("seconds")
+	err := pbwire.Each(b, func(f pbwire.Field) (err error) {
+		if f.Num == timeSeconds {
+			seconds, err = f.VarintOf("seconds")
 		}
 		return err
 	})
@@ -339,9 +235,9 @@ func decodeTime(b []byte) (time.Time, error) {
 
 func decodeDuration(b []byte) (time.Duration, error) {
 	var d uint64
-	err := eachField(b, func(f pbField) (err error) {
-		if f.num == durationValue {
-			d, err = f.varintOf("duration")
+	err := pbwire.Each(b, func(f pbwire.Field) (err error) {
+		if f.Num == durationValue {
+			d, err = f.VarintOf("duration")
 		}
 		return err
 	})
@@ -349,14 +245,14 @@ func decodeDuration(b []byte) (time.Duration, error) {
 }
 
 func decodeContainer(b []byte, in *interned) (c replicas.ContainerUsage, err error) {
-	err = eachField(b, func(f pbField) error {
-		switch f.num {
+	err = pbwire.Each(b, func(f pbwire.Field) error {
+		switch f.Num {
 		case containerName:
-			v, err := f.bytesOf("name")
+			v, err := f.BytesOf("name")
 			c.Name = in.strs.Of(v)
 			return err
 		case containerUsage:
-			v, err := f.bytesOf("usage")
+			v, err := f.BytesOf("usage")
 			if err != nil {
 				return err
 			}
@@ -379,11 +275,11 @@ func decodeContainer(b []byte, in *interned) (c replicas.ContainerUsage, err err
 // milli-units; an empty message is zero.
 func quantityMilli(b []byte) (int64, error) {
 	var q resource.Quantity
-	err := eachField(b, func(f pbField) error {
-		if f.num != quantityAsString {
+	err := pbwire.Each(b, func(f pbwire.Field) error {
+		if f.Num != quantityAsString {
 			return nil
 		}
-		v, err := f.bytesOf("a quantity")
+		v, err := f.BytesOf("a quantity")
 		if err == nil {
 			q, err = resource.ParseQuantity(string(v))
 		}

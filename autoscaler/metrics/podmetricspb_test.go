@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	metricsapi "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsscheme "k8s.io/metrics/pkg/client/clientset/versioned/scheme"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/internal/pbwire"
 )
 
 // encodeProto encodes obj as metrics.k8s.io serves it to a protobuf client.
@@ -189,6 +191,6 @@ func truncatedItem(t *testing.T, list []byte) []byte {
 		t.Fatal(err)
 	}
 	raw := protowire.AppendBytes(protowire.AppendTag(nil, listItems, protowire.BytesType), item[:len(item)-2])
-	body := protowire.AppendBytes(protowire.AppendTag(nil, unknownRaw, protowire.BytesType), raw)
-	return append(append([]byte(nil), protobufPrefix...), body...)
+	body := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), raw) // Unknown.raw
+	return append(append([]byte(nil), pbwire.Prefix...), body...)
 }
