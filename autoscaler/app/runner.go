@@ -100,6 +100,7 @@ type runner struct {
 	options    controller.Options     // without Source, Pods, ScaleCache and Recorder, set by Run
 	crdClients source.HAClients       // ModeCRD's
 	hpaStatus  source.HPAStatusWriter // ModeNative's
+	hpaWatch   rest.Interface         // ModeNative's HPA list and watch client
 	scheme     *runtime.Scheme
 	component  string
 	invalidate customclient.AvailableAPIsGetter
@@ -156,6 +157,9 @@ func newRunner(c clusterConfig) (*runner, error) {
 		limiter := c.Client.AutoscalingV2().RESTClient().GetRateLimiter()
 		if r.hpaStatus, err = source.NewHPAStatusWriter(withProtobuf(c.REST), limiter, c.Workers); err != nil {
 			return nil, fmt.Errorf("HorizontalPodAutoscaler status client: %w", err)
+		}
+		if r.hpaWatch, err = source.NewHPAWatchClient(c.REST, limiter); err != nil {
+			return nil, fmt.Errorf("HorizontalPodAutoscaler watch client: %w", err)
 		}
 	case source.ModeCRD:
 		if r.crdClients, err = source.NewHorizontalAutoscalerClients(c.REST, c.Workers); err != nil {
@@ -226,6 +230,7 @@ func (r *runner) newTerm() *term {
 
 	var src source.Source
 	if c.Mode == source.ModeNative {
+		source.UseHPAWatchClient(factory, r.hpaWatch, c.Namespace)
 		src = source.NativeSourceWith(factory, r.hpaStatus)
 	} else {
 		src = source.CRDSourceIn(r.crdClients, c.Namespace, c.SyncPeriod)
