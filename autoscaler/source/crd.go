@@ -36,7 +36,7 @@ func (o haObject) HPAStatus() *autoscalingv2.HorizontalPodAutoscalerStatus {
 func (o haObject) SetTidalStatus(t *v1alpha1.TidalStatus) { o.Status.Tidal = t }
 func (o haObject) StatusEqual(other Object) bool {
 	ha, ok := other.(haObject)
-	return ok && apiequality.Semantic.DeepEqual(&o.Status, &ha.Status)
+	return ok && !statusDiffers(o.HPAStatus(), ha.HPAStatus()) && apiequality.Semantic.DeepEqual(&o.Status, &ha.Status)
 }
 func (o haObject) DeepCopy() Object {
 	return haObject{o.HorizontalAutoscaler.DeepCopy()}

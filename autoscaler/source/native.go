@@ -76,7 +76,8 @@ func (o hpaObject) SetTidalStatus(t *v1alpha1.TidalStatus) {
 // status (MetricFailuresAnnotation); the history annotation is written
 // when history.Store says so.
 func (o hpaObject) StatusEqual(other Object) bool {
-	return apiequality.Semantic.DeepEqual(o.HPAStatus(), other.HPAStatus()) && o.MetricFailures() == other.MetricFailures()
+	return !statusDiffers(o.HPAStatus(), other.HPAStatus()) && apiequality.Semantic.DeepEqual(o.HPAStatus(), other.HPAStatus()) &&
+		o.MetricFailures() == other.MetricFailures()
 }
 func (o hpaObject) DeepCopy() Object {
 	return hpaObject{o.HorizontalPodAutoscaler.DeepCopy()}
