@@ -143,36 +143,40 @@ func TestHPAProtoDecoderSkipsTheEnvelopeCopy(t *testing.T) {
 // for a watch, listed as ADDED events (to a watch-list request, closed by
 // the bookmark that ends the initial events) and then events.
 func hpaAPI(t *testing.T, list []autoscalingv2.HorizontalPodAutoscaler, events []*autoscalingv2.HorizontalPodAutoscaler) *httptest.Server {
+	// Encoded before serving: an encoder sets the object's kind while it
+	// runs, so the test must not encode the same objects meanwhile.
+	frame := func(typ watch.EventType, hpa *autoscalingv2.HorizontalPodAutoscaler) []byte {
+		ev := metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: encodeHPAProto(t, hpa)}}
+		b, err := ev.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+	}
+	listBody := encodeHPAProto(t, &autoscalingv2.HorizontalPodAutoscalerList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}, Items: list})
+	var initial, later []byte
+	for i := range list {
+		initial = append(initial, frame(watch.Added, &list[i])...)
+	}
+	initial = append(initial, frame(watch.Bookmark, &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{
+		ResourceVersion: "10", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})...)
+	for _, hpa := range events {
+		later = append(later, frame(watch.Modified, hpa)...)
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(r.Header.Get("Accept"), runtime.ContentTypeProtobuf) {
 			t.Errorf("%s asked for %q, want protobuf first", r.URL, r.Header.Get("Accept"))
 		}
 		if r.URL.Query().Get("watch") != "true" {
 			w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
-			_, _ = w.Write(encodeHPAProto(t, &autoscalingv2.HorizontalPodAutoscalerList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}, Items: list}))
+			_, _ = w.Write(listBody)
 			return
 		}
 		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf+";stream=watch")
-		send := func(typ watch.EventType, hpa *autoscalingv2.HorizontalPodAutoscaler) {
-			ev := metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: encodeHPAProto(t, hpa)}}
-			frame, err := ev.Marshal()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			_, _ = w.Write(binary.BigEndian.AppendUint32(nil, uint32(len(frame))))
-			_, _ = w.Write(frame)
-		}
 		if r.URL.Query().Get("sendInitialEvents") == "true" {
-			for i := range list {
-				send(watch.Added, &list[i])
-			}
-			send(watch.Bookmark, &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{
-				ResourceVersion: "10", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})
+			_, _ = w.Write(initial)
 		}
-		for _, hpa := range events {
-			send(watch.Modified, hpa)
-		}
+		_, _ = w.Write(later)
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	}))
