@@ -76,9 +76,6 @@ var Prefix = []byte("k8s\x00")
 type Envelope struct {
 	APIVersion, Kind []byte // its TypeMeta
 	Raw              []byte // the object's message
-	// ContentEncoding and ContentType are empty for an object the
-	// apiserver encoded.
-	ContentEncoding, ContentType []byte
 }
 
 // Field numbers of runtime.Unknown and runtime.TypeMeta
@@ -120,10 +117,10 @@ func ReadEnvelope(body []byte) (Envelope, error) {
 			})
 		case unknownRaw:
 			e.Raw, err = f.BytesOf("Unknown.raw")
-		case unknownContentEncoding:
-			e.ContentEncoding, err = f.BytesOf("Unknown.contentEncoding")
-		case unknownContentType:
-			e.ContentType, err = f.BytesOf("Unknown.contentType")
+		case unknownContentEncoding, unknownContentType:
+			// Unread, as apimachinery's serializer leaves them when it
+			// decodes the object, but checked as its decoder checks them.
+			_, err = f.BytesOf("Unknown.contentEncoding or contentType")
 		}
 		return err
 	})
