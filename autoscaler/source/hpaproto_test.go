@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -214,19 +215,15 @@ func TestUseHPAWatchClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	want.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{}) // as the client's decoder leaves it
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := lister.HorizontalPodAutoscalers("bench").Get(listed.Name)
-		if err == nil && got.Status.DesiredReplicas == 7 {
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("cached %#v\nwant %#v", got, want)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the watched object never reached the cache: %v, %v", got, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var got *autoscalingv2.HorizontalPodAutoscaler
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		got, err = lister.HorizontalPodAutoscalers("bench").Get(listed.Name)
+		return err == nil && got.Status.DesiredReplicas == 7, nil
+	}); err != nil {
+		t.Fatalf("the watched object never reached the cache: %v, %v", got, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("cached %#v\nwant %#v", got, want)
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), factory.Autoscaling().V2().HorizontalPodAutoscalers().Informer().HasSynced) || transformed < 2 {
 		t.Errorf("the factory's transform saw %d objects, want the listed and the watched", transformed)
