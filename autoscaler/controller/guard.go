@@ -26,7 +26,8 @@ import (
 //   - native mode: an HPA whose status another controller writes (for
 //     kube-controller-manager's HPA controller left on) is not reconciled
 //     at all: only the Conflict condition, reason OtherStatusWriter, is
-//     written, once, and a Warning event names the other writer.
+//     written, once per episode of the other writer's activity (a failed
+//     write is not retried), and a Warning event names the other writer.
 //
 // The condition exists only while the conflict lasts, so an autoscaler
 // without one has exactly upstream's conditions.
@@ -42,6 +43,15 @@ func (r *reconciler) guardWriters(ctx context.Context, s *step) (stop bool) {
 	if !active {
 		status.RemoveCondition(st, status.ConflictCondition)
 		return false
+	}
+	if !r.writers.Announce(s.key) {
+		// Said once for this episode (its event and condition write):
+		// nothing more is written while the other writer stays active,
+		// even if that write failed or the other writer dropped the
+		// condition. Retrying every sync would act on an object another
+		// controller owns, and a refused write would repeat its Warning
+		// events as often as the object changes.
+		return true
 	}
 	msg := fmt.Sprintf("%s also writes this %s's status (last at %s); tidal does not act on it while another controller does: turn that one off "+
 		"(for kube-controller-manager, --controllers=*,-horizontal-pod-autoscaler-controller) or remove the autoscaler from tidal's namespaces",

@@ -1,13 +1,18 @@
 package controller
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -203,5 +208,48 @@ func TestGuardOtherStatusWriter(t *testing.T) {
 	}
 	if c := condition(f.stored("web").HPAStatus(), status.ConflictCondition); c != nil {
 		t.Errorf("Conflict kept: %+v", c)
+	}
+}
+
+// TestGuardOtherStatusWriterRefused (native mode): when the condition's
+// write is refused (tidal may not write that HPA's status), tidal still
+// says so once per episode: one attempt, one OtherStatusWriter and one
+// FailedUpdateStatus event, however often the object is reconciled.
+// Retrying every sync flooded the event queue with many such HPAs.
+func TestGuardOtherStatusWriterRefused(t *testing.T) {
+	hpa, w := cpuScaleUp()
+	w.guard = true
+	f := newFixture(t, source.ModeNative, w, hpa)
+	f.kube.PrependReactor("update", "horizontalpodautoscalers", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers/status"}, "web", errors.New("not allowed"))
+	})
+	seen := hpa.DeepCopy()
+	f.writers.Observe(seen)
+	at := metav1.NewTime(now.Add(-time.Second))
+	seen.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &at}}
+	f.writers.Observe(seen)
+
+	for range 5 {
+		must(t, f.reconcile("web"))
+	}
+	events := f.events()
+	var writer, failed int
+	for _, e := range events {
+		switch {
+		case strings.HasPrefix(e, "Warning OtherStatusWriter "):
+			writer++
+		case strings.HasPrefix(e, "Warning FailedUpdateStatus "):
+			failed++
+		}
+	}
+	if writer != 1 || failed != 1 || f.statusUpdates() != 1 {
+		t.Errorf("5 reconciles: %d OtherStatusWriter and %d FailedUpdateStatus events, %d status writes; want 1 each: %q",
+			writer, failed, f.statusUpdates(), events)
+	}
+	if len(f.scaleUpdates) != 0 || f.scaleGets != 0 {
+		t.Errorf("acted beside another writer: %d scale reads, updates %v", f.scaleGets, f.scaleUpdates)
 	}
 }

@@ -61,6 +61,9 @@ type StatusWriters struct {
 type watched struct {
 	last Write     // newest other write seen
 	seen time.Time // when last became an active write; zero: none
+	// announced: the controller has said so (its event and condition
+	// write) for the present episode of activity; see Announce.
+	announced bool
 }
 
 // NewStatusWriters tracks writers other than own (tidal's field manager).
@@ -90,6 +93,7 @@ func (w *StatusWriters) Observe(obj metav1.Object) {
 	// An entry that went (tidal's write took all its fields) and came back
 	// at the same second is the only write missed.
 	if ok && !other.same(cur.last) && !other.Time.Before(cur.last.Time) {
+		w.active(cur) // a write after a quiet Hold starts a new episode
 		cur.seen = w.clock.Now()
 	}
 	if ok {
@@ -102,10 +106,38 @@ func (w *StatusWriters) Active(key string) (Write, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	cur, ok := w.m[key]
-	if !ok || cur.seen.IsZero() || w.clock.Since(cur.seen) >= w.hold {
+	if !ok || !w.active(cur) {
 		return Write{}, false
 	}
 	return cur.last, true
+}
+
+// Announce reports whether this is the first call for key's present
+// episode of activity (from the other writer becoming active until it has
+// been quiet for Hold): the controller says so once per episode, an event
+// and one status write, and then leaves the object alone. Were it to
+// repeat them every sync, a write the other writer refuses or undoes would
+// be retried, and its Warning events recorded, as often as the object
+// changes. False when key has no active writer.
+func (w *StatusWriters) Announce(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cur, ok := w.m[key]
+	if !ok || !w.active(cur) || cur.announced {
+		return false
+	}
+	cur.announced = true
+	return true
+}
+
+// active reports whether cur's writer was last seen within Hold; an
+// episode that ended is no longer announced.
+func (w *StatusWriters) active(cur *watched) bool {
+	if cur.seen.IsZero() || w.clock.Since(cur.seen) >= w.hold {
+		cur.announced = false
+		return false
+	}
+	return true
 }
 
 // Forget drops what is known of key (the object was deleted).

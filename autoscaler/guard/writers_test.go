@@ -58,20 +58,22 @@ func TestStatusWriters(t *testing.T) {
 	tidal := func(at time.Duration) metav1.ManagedFieldsEntry {
 		return entry("tidal-autoscaler", "status", t0.Add(at))
 	}
+	// wantAnnounce: the step's first Announce is true (the second never).
 	steps := []struct {
-		name       string
-		entries    []metav1.ManagedFieldsEntry
-		advance    time.Duration
-		wantActive bool
+		name                     string
+		entries                  []metav1.ManagedFieldsEntry
+		advance                  time.Duration
+		wantActive, wantAnnounce bool
 	}{
 		{name: "kcm's write from before tidal watched is history", entries: []metav1.ManagedFieldsEntry{kcm(-time.Hour)}},
 		{name: "tidal writes", entries: []metav1.ManagedFieldsEntry{kcm(-time.Hour), tidal(0)}},
-		{name: "kcm writes in the same second as tidal: active", entries: []metav1.ManagedFieldsEntry{kcm(0), tidal(0)}, wantActive: true},
+		{name: "kcm writes in the same second as tidal: active", entries: []metav1.ManagedFieldsEntry{kcm(0), tidal(0)}, wantActive: true, wantAnnounce: true},
 		{name: "tidal's own write (its condition) does not end it",
 			entries: []metav1.ManagedFieldsEntry{kcm(0), tidal(20 * time.Second)}, advance: 30 * time.Second, wantActive: true},
 		{name: "quiet for the hold: over", advance: 31 * time.Second, entries: []metav1.ManagedFieldsEntry{kcm(0), tidal(20 * time.Second)}},
 		{name: "tidal took all of kcm's fields: its entry is gone", entries: []metav1.ManagedFieldsEntry{tidal(70 * time.Second)}},
-		{name: "kcm writes again", entries: []metav1.ManagedFieldsEntry{kcm(80 * time.Second), tidal(70 * time.Second)}, wantActive: true},
+		{name: "kcm writes again: a new episode", entries: []metav1.ManagedFieldsEntry{kcm(80 * time.Second), tidal(70 * time.Second)}, wantActive: true, wantAnnounce: true},
+		{name: "and again within it: said once", entries: []metav1.ManagedFieldsEntry{kcm(90 * time.Second), tidal(70 * time.Second)}, advance: 10 * time.Second, wantActive: true},
 	}
 	for _, s := range steps {
 		clk.SetTime(clk.Now().Add(s.advance))
@@ -84,9 +86,33 @@ func TestStatusWriters(t *testing.T) {
 		if active && got.Manager != "kube-controller-manager" {
 			t.Fatalf("%s: writer %q", s.name, got.Manager)
 		}
+		if first, again := w.Announce("shop/web"), w.Announce("shop/web"); first != s.wantAnnounce || again {
+			t.Fatalf("%s: Announce %v then %v, want %v then false", s.name, first, again, s.wantAnnounce)
+		}
 	}
 	w.Forget("shop/web")
 	if _, active := w.Active("shop/web"); active {
 		t.Error("active after Forget")
+	}
+}
+
+// TestStatusWritersEpisodeEndsUnseen: a writer quiet for the hold and then
+// writing again starts a new episode, announced again, even when nothing
+// asked about the object in between.
+func TestStatusWritersEpisodeEndsUnseen(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(t0)
+	w := NewStatusWriters("tidal-autoscaler", time.Minute, clk)
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	w.Observe(hpa) // the baseline
+	hpa.ManagedFields = []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "status", t0)}
+	w.Observe(hpa)
+	if !w.Announce("shop/web") {
+		t.Fatal("the first episode was not announced")
+	}
+	clk.SetTime(t0.Add(2 * time.Minute))
+	hpa.ManagedFields = []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "status", t0.Add(2*time.Minute))}
+	w.Observe(hpa)
+	if !w.Announce("shop/web") {
+		t.Error("a write after a quiet hold was not announced as a new episode")
 	}
 }
