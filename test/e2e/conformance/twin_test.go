@@ -316,8 +316,10 @@ func twinNames(twins []twin) []string {
 // compareEvents checks that every controller announced the same rescales
 // as upstream (the SuccessfulRescale messages "New size: N; reason: ...")
 // and raised the same warnings (reason and message, object names made
-// alike). Events are written in the background, so they are given a few
-// seconds.
+// alike). Events are written in the background, one at a time per
+// controller, so they are given up to a minute: with every scenario
+// starting together on two cores, tidal's events were seen written up to
+// 40 s after they were recorded.
 func compareEvents(ctx context.Context, t *testing.T, p *profile, ns string, twins []twin) {
 	t.Helper()
 	for _, kind := range []struct{ what, reason, typ string }{
@@ -326,7 +328,7 @@ func compareEvents(ctx context.Context, t *testing.T, p *profile, ns string, twi
 	} {
 		for _, tw := range twins[1:] {
 			var up, ti []string
-			err := harness.WaitReady(ctx, nil, "the same "+kind.what, 15*time.Second, func(ctx context.Context) error {
+			err := harness.WaitReady(ctx, nil, "the same "+kind.what, time.Minute, func(ctx context.Context) error {
 				var err error
 				if up, err = events(ctx, p, ns, oracleTwin, kind.reason, kind.typ); err != nil {
 					return err
@@ -401,14 +403,19 @@ func writtenBy(fields []metav1.ManagedFieldsEntry, manager string) bool {
 // HorizontalAutoscaler of its own: with two autoscalers in the namespace,
 // tidal lists the namespace's PodMetrics once for both and picks each
 // one's pods by label (its podMetricsLister), so every scenario compares
-// that path with upstream's LIST by selector. Its pods carry no twin label
-// and get no metrics; it never scales (min = max = 1).
+// that path with upstream's LIST by selector. Its pods carry no twin label;
+// they use half their CPU request, the bystander's target, and it never
+// scales (min = max = 1). Without a usage it failed every sync, two Warning
+// events each time: across all the scenarios that kept tidal's event queue
+// tens of seconds behind, and events the twins' comparison waits for were
+// dropped from the full queue (client-go keeps 1,000).
 const bystanderName = "bystander"
 
 func createBystander(ctx context.Context, p *profile, ns string) error {
 	if _, err := p.h.Client.AppsV1().Deployments(ns).Create(ctx, harness.Deployment(ns, bystanderName, 1), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create the bystander Deployment: %w", err)
 	}
+	p.metrics.SetPodUsage(ns, labels.SelectorFromSet(labels.Set{"app": bystanderName}), "app", corev1.ResourceCPU, metricsserver.Q("50m"))
 	return harness.CreateHorizontalAutoscaler(ctx, p.dyn, &v1alpha1.HorizontalAutoscaler{
 		ObjectMeta: metav1.ObjectMeta{Name: bystanderName, Namespace: ns},
 		Spec: v1alpha1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: autoscalingv2.HorizontalPodAutoscalerSpec{
