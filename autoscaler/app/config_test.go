@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -178,5 +179,38 @@ current-context: ctx
 	close(gotGet)
 	if got := next(); got != "second" {
 		t.Errorf("watch after the request timeout: %s, want pod second", got)
+	}
+}
+
+// TestQueryValue: queryValue answers as url.ParseQuery(query).Get(key)
+// does, and reads a plain query without allocating.
+func TestQueryValue(t *testing.T) {
+	tests := []struct{ name, query string }{
+		{"empty", ""},
+		{"watch", "watch=true"},
+		{"client-go's watch", "allowWatchBookmarks=true&resourceVersion=123&timeout=5m21s&timeoutSeconds=321&watch=true"},
+		{"a list", "limit=500&resourceVersion=0"},
+		{"the first of two", "watch=1&watch=false"},
+		{"no value", "watch"},
+		{"empty value", "watch=&x=1"},
+		{"empty pairs", "&&watch=true&"},
+		{"a longer key", "watchers=true"},
+		{"escaped key", "wat%63h=true"},
+		{"escaped value", "watch=tru%65"},
+		{"plus", "watch=a+b"},
+		{"semicolon", "x=1;watch=true&watch=1"},
+		{"bad escape", "watch=%zz&watch=true"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, _ := url.ParseQuery(tt.query)
+			if got, want := queryValue(tt.query, "watch"), v.Get("watch"); got != want {
+				t.Errorf("queryValue(%q) = %q, want %q", tt.query, got, want)
+			}
+		})
+	}
+	plain := tests[2].query
+	if n := testing.AllocsPerRun(100, func() { queryValue(plain, "watch") }); n != 0 {
+		t.Errorf("a plain query allocated %v times, want 0", n)
 	}
 }
