@@ -3,6 +3,7 @@ package source
 import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 )
 
 // statusDiffers reports, cheaply, two statuses that certainly differ
@@ -47,8 +48,7 @@ func currentValue(m *autoscalingv2.MetricStatus) *autoscalingv2.MetricValueStatu
 
 func valuesDiffer(x, y *autoscalingv2.MetricValueStatus) bool {
 	return quantityDiffers(x.Value, y.Value) || quantityDiffers(x.AverageValue, y.AverageValue) ||
-		(x.AverageUtilization == nil) != (y.AverageUtilization == nil) ||
-		(x.AverageUtilization != nil && *x.AverageUtilization != *y.AverageUtilization)
+		!ptr.Equal(x.AverageUtilization, y.AverageUtilization)
 }
 
 // quantityDiffers compares as apiequality.Semantic does: by value.
