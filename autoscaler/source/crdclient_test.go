@@ -2,6 +2,8 @@ package source
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
@@ -129,7 +131,7 @@ func TestHPAStatusWriterProtocols(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := w.(restHPAWriter).client.GetRateLimiter(); got != limiter {
+			if got := w.(restHPAWriter).put.client.GetRateLimiter(); got != limiter {
 				t.Error("the status writes have a rate limiter of their own; want the one given")
 			}
 			hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
@@ -193,5 +195,87 @@ func TestStatusWriteKeepsNoAnswer(t *testing.T) {
 	conflict.Namespace = "conflict"
 	if err := w.UpdateStatus(ctx, conflict); !apierrors.IsConflict(err) {
 		t.Errorf("a refused write returned %v, want the Conflict Status", err)
+	}
+}
+
+// TestStatusPutterPath writes a status through statusPutter's whole path
+// and through client-go's builder (Namespace, Resource, Name,
+// SubResource), the reference: the same request URI, also under a host
+// with a path of its own (a proxy's); a namespace or name that is not a
+// path segment is refused before any request.
+func TestStatusPutterPath(t *testing.T) {
+	var mu sync.Mutex
+	var uris []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		uris = append(uris, r.URL.RequestURI())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(srv.Close)
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+	for _, tc := range []struct {
+		name, hostPath, namespace, object string
+		wantErr                           bool
+	}{
+		{name: "host without a path", namespace: "ns", object: "web"},
+		{name: "host with a path", hostPath: "/k8s/clusters/c1", namespace: "team-a", object: "web.v2"},
+		{name: "empty namespace", namespace: "", object: "web", wantErr: true},
+		{name: "name with a slash", namespace: "ns", object: "a/b", wantErr: true},
+		{name: "name with a percent", namespace: "ns", object: "a%2Fb", wantErr: true},
+		{name: "dot-dot name", namespace: "ns", object: "..", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &rest.Config{Host: srv.URL + tc.hostPath}
+			w, err := NewHPAStatusWriter(cfg, flowcontrol.NewFakeAlwaysRateLimiter(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			uris = nil
+			mu.Unlock()
+			err = w.(restHPAWriter).put.put(context.Background(), tc.namespace, tc.object, hpa)
+			mu.Lock()
+			got := uris
+			mu.Unlock()
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", tc.object)) || len(got) != 0 {
+					t.Fatalf("err %v after requests %q; want an error naming %q and no request", err, got, tc.object)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := w.(restHPAWriter).put.client.Put().Namespace(tc.namespace).Resource("horizontalpodautoscalers").
+				Name(tc.object).SubResource("status").Param("fieldManager", FieldManager).URL().RequestURI()
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("requests %q, want one to %q", got, want)
+			}
+		})
+	}
+}
+
+// BenchmarkStatusPut writes an HPA's status to a local server that answers
+// at once: what client-go and this package spend on one write.
+func BenchmarkStatusPut(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	b.Cleanup(srv.Close)
+	w, err := NewHPAStatusWriter(&rest.Config{Host: srv.URL}, flowcontrol.NewFakeAlwaysRateLimiter(), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hpa := wireHPA(1)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := w.UpdateStatus(ctx, hpa); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

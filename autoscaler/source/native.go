@@ -160,13 +160,13 @@ func NewHPAStatusWriter(cfg *rest.Config, limiter flowcontrol.RateLimiter, worke
 	if err != nil {
 		return nil, err
 	}
-	return restHPAWriter{c.RESTClient()}, nil
+	return restHPAWriter{newStatusPutter(c.RESTClient(), autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers")}, nil
 }
 
-type restHPAWriter struct{ client rest.Interface }
+type restHPAWriter struct{ put statusPutter }
 
 func (w restHPAWriter) UpdateStatus(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) error {
-	return putStatus(ctx, w.client, "horizontalpodautoscalers", hpa.Namespace, hpa.Name, hpa)
+	return w.put.put(ctx, hpa.Namespace, hpa.Name, hpa)
 }
 
 func (s *nativeSource) Kind() string                        { return "HorizontalPodAutoscaler" }
