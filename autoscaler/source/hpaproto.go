@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -27,8 +28,10 @@ import (
 // stream, where every status write comes back) is read out of its
 // runtime.Unknown envelope in place, with pbwire, instead of through the
 // envelope's generated decoder, which copies the whole object first (5%
-// of the controller's allocations at 1,000 autoscalers). Everything else,
-// lists and other kinds included, goes to client-go's serializer.
+// of the controller's allocations at 1,000 autoscalers), and each event of
+// the stream is read out of its frame in place (watchEventDecoder).
+// Everything else, lists and other kinds included, goes to client-go's
+// serializer.
 type hpaProtobuf struct{ runtime.NegotiatedSerializer }
 
 func newHPAProtobuf() hpaProtobuf {
@@ -40,6 +43,11 @@ func (n hpaProtobuf) SupportedMediaTypes() []runtime.SerializerInfo {
 	for i := range infos {
 		if infos[i].MediaType == runtime.ContentTypeProtobuf {
 			infos[i].Serializer = hpaProtoDecoder{infos[i].Serializer}
+			if infos[i].StreamSerializer != nil {
+				stream := *infos[i].StreamSerializer // shared with client-go's factory
+				stream.Serializer = watchEventDecoder{stream.Serializer}
+				infos[i].StreamSerializer = &stream
+			}
 		}
 	}
 	return infos
@@ -67,6 +75,47 @@ func (d hpaProtoDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, 
 		}
 	}
 	return d.Serializer.Decode(data, defaults, into)
+}
+
+// watchEventDecoder decodes one frame of a protobuf watch stream into a
+// metav1.WatchEvent as apimachinery's raw protobuf serializer does, except
+// that the event's object is a slice of the frame, not a copy (the copy
+// was 6% of the controller's allocations at 1,000 autoscalers). That is
+// safe where client-go's watch decoder uses it: it decodes the object
+// (into a new object, whose decoders copy what they keep) before it reads
+// the next frame into the same buffer. Anything else, or anything it cannot
+// read, goes to that serializer, so that its answer, or its error, is the
+// one returned.
+type watchEventDecoder struct{ runtime.Serializer }
+
+// protoWatchEventKind is what the raw protobuf serializer reports decoding
+// a WatchEvent as (client-go's scheme's first kind for the type).
+var protoWatchEventKind = func() schema.GroupVersionKind {
+	kinds, _, err := scheme.Scheme.ObjectKinds(&metav1.WatchEvent{})
+	utilruntime.Must(err)
+	return kinds[0]
+}()
+
+func (d watchEventDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if ev, ok := into.(*metav1.WatchEvent); ok && ev != nil && defaults == nil && len(data) > 0 {
+		if typ, obj, err := pbwire.ReadWatchEvent(data); err == nil {
+			ev.Type, ev.Object = eventType(typ), runtime.RawExtension{Raw: obj}
+			gvk := protoWatchEventKind
+			return ev, &gvk, nil
+		}
+	}
+	return d.Serializer.Decode(data, defaults, into)
+}
+
+// eventType returns the watch event type named b, without a new string
+// for the five the API sends.
+func eventType(b []byte) string {
+	for _, t := range [...]watch.EventType{watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error} {
+		if string(b) == string(t) {
+			return string(t)
+		}
+	}
+	return string(b)
 }
 
 // NewHPAWatchClient returns native mode's REST client for listing and

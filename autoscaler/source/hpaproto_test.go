@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +228,123 @@ func TestUseHPAWatchClient(t *testing.T) {
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), factory.Autoscaling().V2().HorizontalPodAutoscalers().Informer().HasSynced) || transformed < 2 {
 		t.Errorf("the factory's transform saw %d objects, want the listed and the watched", transformed)
+	}
+}
+
+// rawProtoStream is client-go's serializer of protobuf watch frames, the
+// reference watchEventDecoder must agree with.
+func rawProtoStream(t testing.TB) runtime.Serializer {
+	t.Helper()
+	for _, info := range rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion().SupportedMediaTypes() {
+		if info.MediaType == runtime.ContentTypeProtobuf {
+			return info.StreamSerializer.Serializer
+		}
+	}
+	t.Fatal("client-go's codec factory has no protobuf stream serializer")
+	return nil
+}
+
+// watchFrame is one protobuf watch frame's event, without its length.
+func watchFrame(t testing.TB, ev metav1.WatchEvent) []byte {
+	t.Helper()
+	b, err := ev.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestWatchEventDecoderMatchesSerializer decodes watch frames into a
+// WatchEvent, as client-go's watch decoder does, with watchEventDecoder
+// and with the raw protobuf serializer: the same events, kinds and errors.
+func TestWatchEventDecoderMatchesSerializer(t *testing.T) {
+	hpa := encodeHPAProto(t, wireHPA(1))
+	status := encodeHPAProto(t, &metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Code: 410, Reason: metav1.StatusReasonExpired})
+	modified := watchFrame(t, metav1.WatchEvent{Type: "MODIFIED", Object: runtime.RawExtension{Raw: hpa}})
+	rawHPA, err := wireHPA(1).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := hpaKind
+	tests := []struct {
+		name     string
+		data     []byte
+		defaults *schema.GroupVersionKind
+		into     func() runtime.Object
+		wantErr  string
+	}{
+		{name: "modified", data: modified},
+		{name: "bookmark", data: watchFrame(t, metav1.WatchEvent{Type: "BOOKMARK", Object: runtime.RawExtension{Raw: hpa}})},
+		{name: "error", data: watchFrame(t, metav1.WatchEvent{Type: "ERROR", Object: runtime.RawExtension{Raw: status}})},
+		{name: "a type the API does not send", data: watchFrame(t, metav1.WatchEvent{Type: "RESIZED", Object: runtime.RawExtension{Raw: hpa}})},
+		{name: "no object", data: watchFrame(t, metav1.WatchEvent{Type: "ADDED"})},
+		{name: "fields repeated", data: append(watchFrame(t, metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Raw: status}}), modified...)},
+		{name: "with defaults (an HPA's, so the frame is read as one)", data: modified, defaults: &defaults, wantErr: "wrong wireType"},
+		{name: "into an HPA", data: rawHPA, into: func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscaler{} }},
+		{name: "truncated", data: modified[:len(modified)-3], wantErr: "unexpected EOF"},
+		{name: "empty", data: nil, wantErr: "empty data"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			into := func() runtime.Object {
+				if tt.into == nil {
+					return &metav1.WatchEvent{}
+				}
+				return tt.into()
+			}
+			got, gotKind, err := watchEventDecoder{rawProtoStream(t)}.Decode(tt.data, tt.defaults, into())
+			want, wantKind, wantErr := rawProtoStream(t).Decode(tt.data, tt.defaults, into())
+			if tt.wantErr != "" {
+				if err == nil || wantErr == nil || err.Error() != wantErr.Error() || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want the serializer's %v (with %q)", err, wantErr, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || wantErr != nil {
+				t.Fatalf("errors %v, %v", err, wantErr)
+			}
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotKind, wantKind) {
+				t.Errorf("got %#v (%v)\nwant %#v (%v)", got, gotKind, want, wantKind)
+			}
+		})
+	}
+}
+
+// TestWatchEventDecoderSkipsTheCopy: decoding a frame allocates at least
+// the object's size less than the raw serializer, which copies the object
+// out of the frame; and hpaProtobuf gives it for protobuf streams, once,
+// without changing client-go's codec factory.
+func TestWatchEventDecoderSkipsTheCopy(t *testing.T) {
+	frame := watchFrame(t, metav1.WatchEvent{Type: "MODIFIED", Object: runtime.RawExtension{Raw: encodeHPAProto(t, wireHPA(1))}})
+	bytesPerDecode := func(d runtime.Decoder) int64 {
+		const decodes = 200
+		var ev metav1.WatchEvent
+		var before, after goruntime.MemStats
+		goruntime.ReadMemStats(&before)
+		for range decodes {
+			if _, _, err := d.Decode(frame, nil, &ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		goruntime.ReadMemStats(&after)
+		return int64(after.TotalAlloc-before.TotalAlloc) / decodes
+	}
+	fast, ref := bytesPerDecode(watchEventDecoder{rawProtoStream(t)}), bytesPerDecode(rawProtoStream(t))
+	if ref-fast < int64(len(frame))*9/10 {
+		t.Errorf("a decode allocates %d bytes, the serializer's %d: want at least %d (the object) less", fast, ref, len(frame)*9/10)
+	}
+	for range 2 {
+		for _, info := range newHPAProtobuf().SupportedMediaTypes() {
+			if info.MediaType != runtime.ContentTypeProtobuf {
+				continue
+			}
+			d, ok := info.StreamSerializer.Serializer.(watchEventDecoder)
+			if _, twice := d.Serializer.(watchEventDecoder); !ok || twice {
+				t.Errorf("protobuf streams decoded by %#v, want watchEventDecoder around client-go's serializer", info.StreamSerializer.Serializer)
+			}
+		}
+	}
+	if _, ok := rawProtoStream(t).(watchEventDecoder); ok {
+		t.Error("client-go's codec factory was changed")
 	}
 }

@@ -129,3 +129,44 @@ func ReadEnvelope(body []byte) (Envelope, error) {
 	}
 	return e, nil
 }
+
+// Field numbers of metav1.WatchEvent and runtime.RawExtension
+// (k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto and
+// k8s.io/apimachinery/pkg/runtime/generated.proto).
+const (
+	watchEventType   = 1
+	watchEventObject = 2
+	rawExtensionRaw  = 1
+)
+
+// ReadWatchEvent reads one frame of a protobuf watch stream, a
+// metav1.WatchEvent without prefix or envelope: its type, and its object's
+// encoding (a whole protobuf body, prefix and envelope), both slices of
+// frame. A field repeated takes its last value and an absent object is
+// nil, as in the generated decoder.
+func ReadWatchEvent(frame []byte) (eventType, object []byte, err error) {
+	err = Each(frame, func(f Field) error {
+		var err error
+		switch f.Num {
+		case watchEventType:
+			eventType, err = f.BytesOf("WatchEvent.type")
+		case watchEventObject:
+			var ext []byte
+			if ext, err = f.BytesOf("WatchEvent.object"); err != nil {
+				return err
+			}
+			return Each(ext, func(f Field) error {
+				var err error
+				if f.Num == rawExtensionRaw {
+					object, err = f.BytesOf("RawExtension.raw")
+				}
+				return err
+			})
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("watch event: %w", err)
+	}
+	return eventType, object, nil
+}

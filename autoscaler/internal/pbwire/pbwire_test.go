@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -107,6 +108,55 @@ func TestReadEnvelope(t *testing.T) {
 			w := tt.want
 			if string(e.APIVersion) != w.APIVersion || string(e.Kind) != w.Kind || !bytes.Equal(e.Raw, w.Raw) {
 				t.Errorf("envelope %q, want %+v", e, w)
+			}
+		})
+	}
+}
+
+// TestReadWatchEvent: the event's type and object are what the generated
+// metav1.WatchEvent decoder reads, as slices of the frame.
+func TestReadWatchEvent(t *testing.T) {
+	frame := func(e metav1.WatchEvent) []byte {
+		b, err := e.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	object := append(append([]byte(nil), Prefix...), 0x0a, 0x00)
+	modified := frame(metav1.WatchEvent{Type: "MODIFIED", Object: runtime.RawExtension{Raw: object}})
+	tests := []struct {
+		name    string
+		in      []byte
+		wantErr string
+	}{
+		{name: "an event", in: modified},
+		{name: "no object", in: frame(metav1.WatchEvent{Type: "BOOKMARK"})},
+		{name: "an empty object", in: frame(metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Raw: []byte{}}})},
+		{name: "no type", in: frame(metav1.WatchEvent{Object: runtime.RawExtension{Raw: object}})},
+		{name: "fields repeated: the last ones", in: append(frame(metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Raw: []byte("first")}}), modified...)},
+		{name: "an unknown field skipped", in: append(protowire.AppendVarint(protowire.AppendTag(nil, 9, protowire.VarintType), 7), modified...)},
+		{name: "the type of the wrong wire type", in: protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1), wantErr: "wrong wire type"},
+		{name: "the raw object of the wrong wire type", in: protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType),
+			protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1)), wantErr: "wrong wire type"},
+		{name: "truncated", in: modified[:len(modified)-2], wantErr: "watch event"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			typ, obj, err := ReadWatchEvent(tt.in)
+			var want metav1.WatchEvent
+			wantErr := want.Unmarshal(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || wantErr == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v (generated decoder's %v), want one with %q", err, wantErr, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || wantErr != nil {
+				t.Fatalf("errors %v, %v", err, wantErr)
+			}
+			if string(typ) != want.Type || !bytes.Equal(obj, want.Object.Raw) || (obj == nil) != (want.Object.Raw == nil) {
+				t.Errorf("type %q object %q, want %q %q", typ, obj, want.Type, want.Object.Raw)
 			}
 		})
 	}
