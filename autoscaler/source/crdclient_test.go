@@ -2,9 +2,9 @@ package source
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
 	"io"
-	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	goruntime "runtime"
