@@ -193,35 +193,29 @@ func (c *ScaleCache) informer(gr schema.GroupResource) cache.SharedIndexInformer
 
 // scaleOf computes the Scale of a cached workload object as the
 // apiserver's scale subresource does: spec.replicas, status.replicas and
-// the selector in its string form.
+// the selector in its string form (ScaleTransform's, when the object went
+// through it).
 func scaleOf(obj any) (*autoscalingv1.Scale, bool) {
 	var (
-		meta           metav1.ObjectMeta
+		meta           *metav1.ObjectMeta
 		specReplicas   *int32
 		statusReplicas int32
-		selector       string
 	)
-	fromLabelSelector := func(ls *metav1.LabelSelector) (string, bool) {
-		s, err := metav1.LabelSelectorAsSelector(ls)
-		if err != nil {
-			return "", false
-		}
-		return s.String(), true
-	}
-	var ok bool
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
-		meta, specReplicas, statusReplicas = o.ObjectMeta, o.Spec.Replicas, o.Status.Replicas
-		selector, ok = fromLabelSelector(o.Spec.Selector)
+		meta, specReplicas, statusReplicas = &o.ObjectMeta, o.Spec.Replicas, o.Status.Replicas
 	case *appsv1.ReplicaSet:
-		meta, specReplicas, statusReplicas = o.ObjectMeta, o.Spec.Replicas, o.Status.Replicas
-		selector, ok = fromLabelSelector(o.Spec.Selector)
+		meta, specReplicas, statusReplicas = &o.ObjectMeta, o.Spec.Replicas, o.Status.Replicas
 	case *appsv1.StatefulSet:
-		meta, specReplicas, statusReplicas = o.ObjectMeta, o.Spec.Replicas, o.Status.Replicas
-		selector, ok = fromLabelSelector(o.Spec.Selector)
+		meta, specReplicas, statusReplicas = &o.ObjectMeta, o.Spec.Replicas, o.Status.Replicas
 	case *corev1.ReplicationController:
-		meta, specReplicas, statusReplicas = o.ObjectMeta, o.Spec.Replicas, o.Status.Replicas
-		selector, ok = labels.SelectorFromSet(o.Spec.Selector).String(), true
+		meta, specReplicas, statusReplicas = &o.ObjectMeta, o.Spec.Replicas, o.Status.Replicas
+	default:
+		return nil, false
+	}
+	selector, ok := meta.Annotations[selectorAnnotation]
+	if !ok {
+		selector, ok = scaleSelector(obj)
 	}
 	if !ok || specReplicas == nil {
 		return nil, false
@@ -236,13 +230,49 @@ func scaleOf(obj any) (*autoscalingv1.Scale, bool) {
 	}, true
 }
 
+// scaleSelector is the string form of a workload's selector, as its
+// scale's status.selector; false for another kind or a selector that does
+// not parse (the API's /scale then answers, with its error).
+func scaleSelector(obj any) (string, bool) {
+	var ls *metav1.LabelSelector
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		ls = o.Spec.Selector
+	case *appsv1.ReplicaSet:
+		ls = o.Spec.Selector
+	case *appsv1.StatefulSet:
+		ls = o.Spec.Selector
+	case *corev1.ReplicationController:
+		return labels.SelectorFromSet(o.Spec.Selector).String(), true
+	default:
+		return "", false
+	}
+	s, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return "", false
+	}
+	return s.String(), true
+}
+
+// selectorAnnotation holds, on a cached workload object only (never
+// written to the API), its scaleSelector, computed once by ScaleTransform
+// when the object arrives instead of at every reconcile of its autoscaler
+// (the selector's parse and print were 2.5% of the controller's
+// allocations at 1,000 autoscalers).
+const selectorAnnotation = "tidal.dev/cached-scale-selector"
+
 // ScaleTransform drops from cached workload objects what a Scale does not
 // need (pod templates, managed fields, annotations, conditions), so that
-// caching every Deployment of a cluster costs little memory. A Deployment
-// also keeps what its rollout state needs (see Deployment).
+// caching every Deployment of a cluster costs little memory, and keeps
+// the selector's string form in selectorAnnotation. A Deployment also
+// keeps what its rollout state needs (see Deployment).
 func ScaleTransform(obj any) (any, error) {
+	selector, hasSelector := scaleSelector(obj)
 	slim := func(m *metav1.ObjectMeta) {
 		m.ManagedFields, m.Annotations, m.Labels, m.OwnerReferences, m.Finalizers = nil, nil, nil, nil, nil
+		if hasSelector {
+			m.Annotations = map[string]string{selectorAnnotation: selector}
+		}
 	}
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
