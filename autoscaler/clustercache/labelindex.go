@@ -35,21 +35,37 @@ func podLabelIndexFunc(obj any) ([]string, error) {
 	return keys, nil
 }
 
-// EqualityPairs returns the label pairs (PairKey) every object matching
-// sel must carry; empty when sel has no single-valued equality requirement.
-func EqualityPairs(sel labels.Selector) []string {
+// Pair is one label: its key and value.
+type Pair struct{ Key, Value string }
+
+// EqualityLabels returns the labels every object matching sel must carry;
+// empty when sel has no single-valued equality requirement.
+func EqualityLabels(sel labels.Selector) []Pair {
 	reqs, selectable := sel.Requirements()
 	if !selectable {
 		return nil
 	}
-	var out []string
-	for _, r := range reqs {
-		switch r.Operator() {
+	var out []Pair
+	for i := range reqs {
+		switch reqs[i].Operator() {
 		case selection.Equals, selection.DoubleEquals, selection.In:
-			if vals := r.Values(); vals.Len() == 1 {
-				out = append(out, PairKey(r.Key(), vals.UnsortedList()[0]))
+			if vals := reqs[i].Values(); vals.Len() == 1 {
+				out = append(out, Pair{Key: reqs[i].Key(), Value: vals.UnsortedList()[0]})
 			}
 		}
+	}
+	return out
+}
+
+// EqualityPairs is EqualityLabels as index keys (PairKey).
+func EqualityPairs(sel labels.Selector) []string {
+	pairs := EqualityLabels(sel)
+	if len(pairs) == 0 {
+		return nil
+	}
+	out := make([]string, len(pairs))
+	for i, p := range pairs {
+		out[i] = PairKey(p.Key, p.Value)
 	}
 	return out
 }

@@ -64,3 +64,60 @@ func TestSelectPods(t *testing.T) {
 		t.Errorf("labels.Nothing() selected %d pods", len(got))
 	}
 }
+
+// TestEqualityPairs: the labels every matching object carries, as the
+// selector's single-valued equality requirements give them (a value
+// repeated is one value), with no string made for a label (two
+// allocations for one requirement: its values' list and the result), and
+// as index keys.
+func TestEqualityPairs(t *testing.T) {
+	asSelector := func(ls *metav1.LabelSelector) labels.Selector {
+		s, err := metav1.LabelSelectorAsSelector(ls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	parse := func(s string) labels.Selector {
+		sel, err := labels.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sel
+	}
+	for _, tc := range []struct {
+		name string
+		sel  labels.Selector
+		want []string
+	}{
+		{"equals", parse("app=web"), []string{"app=web"}},
+		{"double equals", parse("app==web"), []string{"app=web"}},
+		{"in one value", parse("app in (web)"), []string{"app=web"}},
+		{"in one value repeated", asSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web", "web"}}}}), []string{"app=web"}},
+		{"in two values", parse("app in (web,db)"), nil},
+		{"in two values, one repeated", asSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web", "db", "web"}}}}), nil},
+		{"not equals, notin, exists", parse("app!=web,tier notin (a),zone"), nil},
+		{"several", parse("app=web,tier in (front),zone"), []string{"app=web", "tier=front"}},
+		{"everything", labels.Everything(), nil},
+		{"nothing", labels.Nothing(), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := EqualityPairs(tc.sel); !slices.Equal(got, tc.want) {
+				t.Errorf("EqualityPairs(%v) = %q, want %q", tc.sel, got, tc.want)
+			}
+			var keys []string
+			for _, p := range EqualityLabels(tc.sel) {
+				keys = append(keys, PairKey(p.Key, p.Value))
+			}
+			if !slices.Equal(keys, tc.want) {
+				t.Errorf("EqualityLabels(%v) = %q, want %q", tc.sel, keys, tc.want)
+			}
+		})
+	}
+	sel := parse("app=web")
+	if n := testing.AllocsPerRun(100, func() { EqualityLabels(sel) }); n > 2 {
+		t.Errorf("EqualityLabels(%v) allocated %v times, want at most 2", sel, n)
+	}
+}

@@ -64,9 +64,10 @@ type namespaceList struct {
 	// labels[i] are items[i]'s labels.
 	items  []replicas.PodUsage
 	labels []map[string]string
-	// byLabel indexes items by "key=value" of their labels, as
-	// clustercache.PodIndexers does pods.
-	byLabel map[string][]int
+	// byLabel indexes items by each of their labels, as
+	// clustercache.PodIndexers does pods (keyed by the label itself, not
+	// its "key=value" string, which cost a string per label per list).
+	byLabel map[clustercache.Pair][]int
 	at      time.Time
 	// cover is the selector the list was made with; nil: the whole
 	// namespace.
@@ -74,10 +75,10 @@ type namespaceList struct {
 }
 
 func newNamespaceList(list usageList, at time.Time, cover *clustercache.Cover) *namespaceList {
-	l := &namespaceList{items: list.items, labels: list.labels, byLabel: map[string][]int{}, at: at, cover: cover}
+	l := &namespaceList{items: list.items, labels: list.labels, byLabel: map[clustercache.Pair][]int{}, at: at, cover: cover}
 	for i, ls := range list.labels {
 		for k, v := range ls {
-			key := clustercache.PairKey(k, v)
+			key := clustercache.Pair{Key: k, Value: v}
 			l.byLabel[key] = append(l.byLabel[key], i)
 		}
 	}
@@ -93,7 +94,7 @@ func (l *namespaceList) holds(sel labels.Selector) bool {
 // once (growing it by appends was 6% of a reconcile's allocations).
 func (l *namespaceList) selecting(sel labels.Selector) []replicas.PodUsage {
 	var candidates []int
-	pairs := clustercache.EqualityPairs(sel)
+	pairs := clustercache.EqualityLabels(sel)
 	for i, p := range pairs {
 		if idx := l.byLabel[p]; i == 0 || len(idx) < len(candidates) {
 			candidates = idx

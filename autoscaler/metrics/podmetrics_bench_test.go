@@ -88,7 +88,7 @@ func TestSelectingAllocatesOnce(t *testing.T) {
 	if got := l.selecting(sel); len(got) != 5 {
 		t.Fatalf("%d items selected, want 5", len(got))
 	}
-	pairs := testing.AllocsPerRun(100, func() { clustercache.EqualityPairs(sel) })
+	pairs := testing.AllocsPerRun(100, func() { clustercache.EqualityLabels(sel) })
 	if got := testing.AllocsPerRun(100, func() { l.selecting(sel) }); got > pairs+1 {
 		t.Errorf("selecting made %.0f allocations, want at most %.0f (the selector's pairs, then one slice)", got, pairs+1)
 	}
@@ -129,7 +129,7 @@ func TestSharedListIsConvertedOnce(t *testing.T) {
 	if err != nil || len(samples) != 5 || samples["c-0"].Value != 102 {
 		t.Fatalf("samples %v, %v; want 5 of 102m", samples, err)
 	}
-	pairs := testing.AllocsPerRun(100, func() { clustercache.EqualityPairs(sel) })
+	pairs := testing.AllocsPerRun(100, func() { clustercache.EqualityLabels(sel) })
 	fresh := testing.AllocsPerRun(100, func() {
 		samplesSink = make(replicas.PodSamples, 5)
 		samplesSink["c-0"] = replicas.Sample{}
