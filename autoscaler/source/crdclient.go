@@ -152,6 +152,9 @@ type HAClients struct {
 	Watch rest.Interface
 	// Status writes their status subresource.
 	Status rest.Interface
+	// StatusUserAgent is the User-Agent Status's transport sends (none
+	// set: Go's own).
+	StatusUserAgent string
 }
 
 // maxHTTP1StatusWriters is how many workers may write statuses over
@@ -180,7 +183,7 @@ func NewHorizontalAutoscalerClients(cfg *rest.Config, workers int) (HAClients, e
 	if err != nil {
 		return HAClients{}, err
 	}
-	return HAClients{Watch: watch, Status: status}, nil
+	return HAClients{Watch: watch, Status: status, StatusUserAgent: cfg.UserAgent}, nil
 }
 
 // statusConfig is cfg for the status writes of workers workers, taking

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"cmp"
 	"context"
 	"encoding/pem"
 	"fmt"
@@ -279,3 +280,71 @@ func BenchmarkStatusPut(b *testing.B) {
 		}
 	}
 }
+
+// TestStatusWriteUserAgent: a status write carries the User-Agent its
+// client's transport would give it before it reaches that transport (so
+// client-go's User-Agent round tripper passes it on instead of copying the
+// request to set it), and the apiserver sees the same agent as before.
+func TestStatusWriteUserAgent(t *testing.T) {
+	var mu sync.Mutex
+	var atServer string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		atServer = r.Header.Get("User-Agent")
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		name, configured, want string
+	}{
+		{name: "native mode, an agent configured", configured: "tidal/v1 (test)", want: "tidal/v1 (test)"},
+		{name: "native mode, client-go's default agent", want: rest.DefaultKubernetesUserAgent()},
+		{name: "crd mode, an agent configured", configured: "tidal/v1 (test)", want: "tidal/v1 (test)"},
+		{name: "crd mode, none configured", want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var atTransport string
+			cfg := &rest.Config{Host: srv.URL, UserAgent: tc.configured, WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+				return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					if strings.HasSuffix(r.URL.Path, "/status") {
+						atTransport = r.Header.Get("User-Agent")
+					}
+					return rt.RoundTrip(r)
+				})
+			}}
+			ctx := context.Background()
+			if strings.HasPrefix(tc.name, "native") {
+				w, err := NewHPAStatusWriter(cfg, flowcontrol.NewFakeAlwaysRateLimiter(), 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := w.UpdateStatus(ctx, &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				clients, err := NewHorizontalAutoscalerClients(cfg, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ha := &v1alpha1.HorizontalAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
+				if err := CRDSource(clients, 0).UpdateStatus(ctx, haObject{ha}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if atTransport != tc.want {
+				t.Errorf("the write reached the transport with User-Agent %q, want %q", atTransport, tc.want)
+			}
+			if wantServer := cmp.Or(tc.want, "Go-http-client/1.1"); atServer != wantServer {
+				t.Errorf("the apiserver saw User-Agent %q, want %q", atServer, wantServer)
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -156,11 +156,15 @@ func (w typedHPAWriter) UpdateStatus(ctx context.Context, hpa *autoscalingv2.Hor
 // the answer (the informer delivers the written object). cfg gives the
 // credentials and the content type (protobuf, as the clientset's).
 func NewHPAStatusWriter(cfg *rest.Config, limiter flowcontrol.RateLimiter, workers int) (HPAStatusWriter, error) {
-	c, err := autoscalingclient.NewForConfig(statusConfig(cfg, limiter, workers))
+	sc := statusConfig(cfg, limiter, workers)
+	if sc.UserAgent == "" {
+		sc.UserAgent = rest.DefaultKubernetesUserAgent() // as the typed client would
+	}
+	c, err := autoscalingclient.NewForConfig(sc)
 	if err != nil {
 		return nil, err
 	}
-	return restHPAWriter{newStatusPutter(c.RESTClient(), autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers")}, nil
+	return restHPAWriter{newStatusPutter(c.RESTClient(), sc.UserAgent, autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers")}, nil
 }
 
 type restHPAWriter struct{ put statusPutter }
