@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -174,8 +175,12 @@ func newStatusPutter(client rest.Interface, userAgent string, gv schema.GroupVer
 // time with three path.Join (6% of the allocations at 1,000 autoscalers).
 func (p statusPutter) put(ctx context.Context, namespace, name string, obj runtime.Object) error {
 	for _, part := range [...]struct{ what, value string }{{"namespace", namespace}, {"name", name}} {
-		if msgs := pathvalidation.IsValidPathSegmentName(part.value); len(msgs) > 0 || part.value == "" {
-			return fmt.Errorf("cannot write the status of %s %q in namespace %q: invalid %s: %v", p.resource, name, namespace, part.what, msgs)
+		msgs := pathvalidation.IsValidPathSegmentName(part.value)
+		if part.value == "" {
+			msgs = []string{"may not be empty"}
+		}
+		if len(msgs) > 0 {
+			return fmt.Errorf("cannot write the status of %s %q in namespace %q: its %s %s", p.resource, name, namespace, part.what, strings.Join(msgs, ", "))
 		}
 	}
 	req := p.client.Put().AbsPath(p.prefix, namespace, p.resource, name, "status").
