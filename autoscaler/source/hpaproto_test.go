@@ -102,21 +102,29 @@ func TestHPAProtoDecoderFallsBack(t *testing.T) {
 				}
 				return tt.into()
 			}
-			got, gotKind, err := hpaProtoDecoder{protoSerializer()}.Decode(tt.data, tt.defaults, into())
-			want, wantKind, wantErr := protoSerializer().Decode(tt.data, tt.defaults, into())
-			if tt.wantErr != "" {
-				if err == nil || wantErr == nil || err.Error() != wantErr.Error() || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want the serializer's %v (with %q)", err, wantErr, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || wantErr != nil {
-				t.Fatalf("errors %v, %v", err, wantErr)
-			}
-			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotKind, wantKind) {
-				t.Errorf("got %#v (%v)\nwant %#v (%v)", got, gotKind, want, wantKind)
-			}
+			decodesAs(t, hpaProtoDecoder{protoSerializer()}, protoSerializer(), tt.data, tt.defaults, into, tt.wantErr)
 		})
+	}
+}
+
+// decodesAs decodes data with d and with ref, the reference it must agree
+// with, each into a new object from into: the same object and kind, or
+// the same error, one containing wantErr when that is set.
+func decodesAs(t *testing.T, d, ref runtime.Decoder, data []byte, defaults *schema.GroupVersionKind, into func() runtime.Object, wantErr string) {
+	t.Helper()
+	got, gotKind, err := d.Decode(data, defaults, into())
+	want, wantKind, refErr := ref.Decode(data, defaults, into())
+	if wantErr != "" {
+		if err == nil || refErr == nil || err.Error() != refErr.Error() || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want the serializer's %v (with %q)", err, refErr, wantErr)
+		}
+		return
+	}
+	if err != nil || refErr != nil {
+		t.Fatalf("errors %v, %v", err, refErr)
+	}
+	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotKind, wantKind) {
+		t.Errorf("got %#v (%v)\nwant %#v (%v)", got, gotKind, want, wantKind)
 	}
 }
 
@@ -292,20 +300,7 @@ func TestWatchEventDecoderMatchesSerializer(t *testing.T) {
 				}
 				return tt.into()
 			}
-			got, gotKind, err := watchEventDecoder{rawProtoStream(t)}.Decode(tt.data, tt.defaults, into())
-			want, wantKind, wantErr := rawProtoStream(t).Decode(tt.data, tt.defaults, into())
-			if tt.wantErr != "" {
-				if err == nil || wantErr == nil || err.Error() != wantErr.Error() || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want the serializer's %v (with %q)", err, wantErr, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || wantErr != nil {
-				t.Fatalf("errors %v, %v", err, wantErr)
-			}
-			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotKind, wantKind) {
-				t.Errorf("got %#v (%v)\nwant %#v (%v)", got, gotKind, want, wantKind)
-			}
+			decodesAs(t, watchEventDecoder{rawProtoStream(t)}, rawProtoStream(t), tt.data, tt.defaults, into, tt.wantErr)
 		})
 	}
 }
