@@ -14,9 +14,13 @@ import (
 // reconcile.
 const podLabelIndex = "tidal.namespace-label"
 
-// PairKey is the index key of one label pair; every label index of the
-// package (pods, cached PodMetrics, selectors) keys by it.
-func PairKey(key, value string) string { return key + "=" + value }
+// pairKey is the key of one label pair in the selectors' index, and, after
+// the namespace, in the pods' (podIndexKey).
+func pairKey(key, value string) string { return key + "=" + value }
+
+// podIndexKey is podLabelIndex's key of one label pair of namespace's
+// pods: "namespace/" and the pairKey, made as one string.
+func podIndexKey(namespace, key, value string) string { return namespace + "/" + key + "=" + value }
 
 // PodIndexers are the indexers SelectPods needs on the pod informer.
 func PodIndexers() cache.Indexers {
@@ -30,7 +34,7 @@ func podLabelIndexFunc(obj any) ([]string, error) {
 	}
 	keys := make([]string, 0, len(pod.Labels))
 	for k, v := range pod.Labels {
-		keys = append(keys, pod.Namespace+"/"+PairKey(k, v))
+		keys = append(keys, podIndexKey(pod.Namespace, k, v))
 	}
 	return keys, nil
 }
@@ -57,24 +61,11 @@ func EqualityLabels(sel labels.Selector) []Pair {
 	return out
 }
 
-// EqualityPairs is EqualityLabels as index keys (PairKey).
-func EqualityPairs(sel labels.Selector) []string {
-	pairs := EqualityLabels(sel)
-	if len(pairs) == 0 {
-		return nil
-	}
-	out := make([]string, len(pairs))
-	for i, p := range pairs {
-		out[i] = PairKey(p.Key, p.Value)
-	}
-	return out
-}
-
 // SelectPods returns the pods of namespace that sel matches, as the pod
 // lister's List(sel) would, through podLabelIndex when sel allows.
 func SelectPods(indexer cache.Indexer, namespace string, sel labels.Selector) ([]*corev1.Pod, error) {
 	var candidates []any
-	pairs := EqualityPairs(sel)
+	pairs := EqualityLabels(sel)
 	if len(pairs) == 0 {
 		var err error
 		if candidates, err = indexer.ByIndex(cache.NamespaceIndex, namespace); err != nil {
@@ -82,7 +73,7 @@ func SelectPods(indexer cache.Indexer, namespace string, sel labels.Selector) ([
 		}
 	}
 	for i, p := range pairs {
-		objs, err := indexer.ByIndex(podLabelIndex, namespace+"/"+p)
+		objs, err := indexer.ByIndex(podLabelIndex, podIndexKey(namespace, p.Key, p.Value))
 		if err != nil {
 			return nil, err
 		}

@@ -40,11 +40,11 @@ func NewSelectorTracker() *SelectorTracker {
 }
 
 func indexPair(sel labels.Selector) (string, bool) {
-	pairs := EqualityPairs(sel)
+	pairs := EqualityLabels(sel)
 	if len(pairs) == 0 {
 		return "", false
 	}
-	return pairs[0], true
+	return pairKey(pairs[0].Key, pairs[0].Value), true
 }
 
 func (n *namespaceSelectors) put(key string, sel labels.Selector) {
@@ -200,7 +200,7 @@ func (t *SelectorTracker) Matching(namespace string, pods []*corev1.Pod, limit i
 			}
 		}
 		for k, v := range p.Labels {
-			for key := range ns.byPair[PairKey(k, v)] {
+			for key := range ns.byPair[pairKey(k, v)] {
 				if test(key, set) {
 					return sortedKeys(found)
 				}
