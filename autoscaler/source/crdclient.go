@@ -100,12 +100,16 @@ type eventSerializer struct {
 }
 
 // watchEventKind is what the JSON serializer reports decoding a
-// WatchEvent as (the scheme's first kind for the type).
-var watchEventKind = func() schema.GroupVersionKind {
-	kinds, _, err := haScheme.ObjectKinds(&metav1.WatchEvent{})
+// WatchEvent as.
+var watchEventKind = watchEventKindIn(haScheme)
+
+// watchEventKindIn is what a serializer of s reports decoding a WatchEvent
+// as: s's first kind for the type, registered by every group version.
+func watchEventKindIn(s *runtime.Scheme) schema.GroupVersionKind {
+	kinds, _, err := s.ObjectKinds(&metav1.WatchEvent{})
 	utilruntime.Must(err)
 	return kinds[0]
-}()
+}
 
 func (s eventSerializer) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	if ev, ok := into.(*metav1.WatchEvent); ok {

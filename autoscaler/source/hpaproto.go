@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -88,13 +87,9 @@ func (d hpaProtoDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, 
 // one returned.
 type watchEventDecoder struct{ runtime.Serializer }
 
-// protoWatchEventKind is what the raw protobuf serializer reports decoding
-// a WatchEvent as (client-go's scheme's first kind for the type).
-var protoWatchEventKind = func() schema.GroupVersionKind {
-	kinds, _, err := scheme.Scheme.ObjectKinds(&metav1.WatchEvent{})
-	utilruntime.Must(err)
-	return kinds[0]
-}()
+// protoWatchEventKind is what the raw protobuf serializer (client-go's
+// scheme's) reports decoding a WatchEvent as.
+var protoWatchEventKind = watchEventKindIn(scheme.Scheme)
 
 func (d watchEventDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	if ev, ok := into.(*metav1.WatchEvent); ok && ev != nil && defaults == nil && len(data) > 0 {
