@@ -201,18 +201,77 @@ func randomScenario(seed uint64) scenario {
 			}
 		}
 		st := primary.set(factors)
+		var more []step
 		if second != nil {
 			st2 := second.set([]float64{randomFactors[r.IntN(len(randomFactors))]})
-			set1, set2 := st.set, st2.set
-			st = step{name: st.name + ", " + st2.name, set: func(m twinMetrics) { set1(m); set2(m) }}
+			more = append(more, st2)
 		}
 		if i > 0 && strings.Contains(primary.kind, "cpu") && r.IntN(5) == 0 {
-			st.name += ", oldest pod unready"
-			st.act = markFirstPodUnready
+			more = append(more, step{name: "oldest pod unready", act: markFirstPodUnready})
 		}
-		sc.steps = append(sc.steps, st)
+		sc.steps = append(sc.steps, changesOfStep(i, st, more)...)
 	}
 	return sc
+}
+
+// changesOfStep is the steps that make one random step's changes. The
+// first step's are all in place before the autoscalers exist, so they stay
+// one step. After that each change is a step of its own: the controllers
+// reconcile on their own clocks, and a reconcile between two changes of one
+// step decides on a state the step never meant (new cpu values with the
+// pod still ready, one metric new and the other old). Upstream then keeps
+// what that reconcile set (a ScalingLimited reason, a recommendation) and
+// whether Tidal saw the same moment was luck.
+func changesOfStep(i int, st step, more []step) []step {
+	if i > 0 {
+		return append([]step{st}, more...)
+	}
+	// The first step only sets values (no pod is marked unready in it).
+	sets := []func(twinMetrics){st.set}
+	for _, m := range more {
+		st.name += ", " + m.name
+		sets = append(sets, m.set)
+	}
+	st.set = func(tm twinMetrics) {
+		for _, set := range sets {
+			set(tm)
+		}
+	}
+	return []step{st}
+}
+
+// TestRandomStepsChangeOneThing: after the first step, every step makes
+// one change (values of one metric, or a pod's readiness), so that no
+// reconcile can fall between two changes of one step. Seed 787037452 set
+// new cpu values and marked the oldest pod unready in one step; upstream
+// reconciled between the two and Tidal did not.
+func TestRandomStepsChangeOneThing(t *testing.T) {
+	for _, seed := range append([]uint64{787037452}, seq(0, 500)...) {
+		sc := randomScenario(seed)
+		for i, st := range sc.steps {
+			if i > 0 && st.set != nil && st.act != nil {
+				t.Fatalf("seed %d, step %d (%s): sets values and acts", seed, i, st.name)
+			}
+			if i > 0 && strings.Contains(st.name, ", ") {
+				t.Fatalf("seed %d, step %d (%s): more than one change", seed, i, st.name)
+			}
+			if i == 0 && st.act != nil {
+				t.Fatalf("seed %d: the first step acts (%s)", seed, st.name)
+			}
+		}
+	}
+	got := describe(randomScenario(787037452))
+	if !strings.HasSuffix(got, "steps [cpu 30m; cpu 51m,,54m; oldest pod unready]") {
+		t.Errorf("seed 787037452: %s", got)
+	}
+}
+
+func seq(from, to uint64) []uint64 {
+	var out []uint64
+	for v := from; v < to; v++ {
+		out = append(out, v)
+	}
+	return out
 }
 
 // TestRandomScenarioIsReplayable: a seed gives the same scenario every
