@@ -150,16 +150,34 @@ func randomMetrics(r *rand.Rand) randomMetric {
 // factors near and far from the target, including the tolerance's edges.
 var randomFactors = []float64{0.1, 0.3, 0.5, 0.85, 0.9, 0.95, 1, 1.05, 1.1, 1.2, 1.5, 2, 3}
 
+// Windows (stabilization, policy periods) in seconds. None is near a
+// multiple of the sync period (5 s): a controller reconciles every 5 s plus
+// the reconcile's own time, so whether a recommendation or a scale event
+// made k periods ago is still in a window of 5k seconds is decided by a few
+// milliseconds of each controller's timing, not by its decisions (seed
+// 700028, with 5 s policies, staged a scale-up 1, 3, 4, 6 upstream and 1,
+// 3, 5, 6 in Tidal: upstream's next reconcile came 5.016 s after its
+// scale to 3, outside the 5 s period, and took a stage; Tidal's left its
+// scale inside the period and stayed at 3 until the one after). Each is at
+// least 2 s from any multiple.
+// The longest period, 13 s, lets a staged scale-up take its next stage at
+// the third sync after the last, 15 s, well within a step's quiet time to
+// settle (22 s in the base profile).
+var (
+	randomStabilizations = []int32{0, 3, 8}
+	randomPeriods        = []int32{3, 8, 13}
+)
+
 func randomBehaviorRules(r *rand.Rand) *autoscalingv2.HPAScalingRules {
 	if r.IntN(3) == 0 {
 		return nil // the default for that direction
 	}
-	rules := &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(int32(r.IntN(3) * 3))}
+	rules := &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(randomStabilizations[r.IntN(3)])}
 	for range 1 + r.IntN(2) {
 		if r.IntN(2) == 0 {
-			rules.Policies = append(rules.Policies, policy(autoscalingv2.PodsScalingPolicy, int32(1+r.IntN(3)), int32(5*(1+r.IntN(3)))))
+			rules.Policies = append(rules.Policies, policy(autoscalingv2.PodsScalingPolicy, int32(1+r.IntN(3)), randomPeriods[r.IntN(3)]))
 		} else {
-			rules.Policies = append(rules.Policies, policy(autoscalingv2.PercentScalingPolicy, int32(25*(1+r.IntN(4))), int32(5*(1+r.IntN(3)))))
+			rules.Policies = append(rules.Policies, policy(autoscalingv2.PercentScalingPolicy, int32(25*(1+r.IntN(4))), randomPeriods[r.IntN(3)]))
 		}
 	}
 	sel := []autoscalingv2.ScalingPolicySelect{autoscalingv2.MaxChangePolicySelect, autoscalingv2.MinChangePolicySelect,
@@ -267,6 +285,35 @@ func TestRandomStepsChangeOneThing(t *testing.T) {
 	got := describe(randomScenario(787037452))
 	if !strings.HasSuffix(got, "steps [cpu 30m; cpu 51m,,54m; oldest pod unready]") {
 		t.Errorf("seed 787037452: %s", got)
+	}
+}
+
+// TestRandomWindowsAvoidTheSyncBeat: every window a random behavior sets is
+// 0 or at least 2 s away from every multiple of the sync period.
+func TestRandomWindowsAvoidTheSyncBeat(t *testing.T) {
+	sync := int32(syncPeriod / time.Second)
+	off := func(w int32) bool {
+		d := w % sync
+		return w == 0 || min(d, sync-d) >= 2
+	}
+	for seed := range uint64(500) {
+		b := randomScenario(seed).spec.Behavior
+		if b == nil {
+			continue
+		}
+		for _, rules := range []*autoscalingv2.HPAScalingRules{b.ScaleUp, b.ScaleDown} {
+			if rules == nil {
+				continue
+			}
+			if w := *rules.StabilizationWindowSeconds; !off(w) {
+				t.Errorf("seed %d: a stabilization window of %d s, near a multiple of the %d s sync period", seed, w, sync)
+			}
+			for _, p := range rules.Policies {
+				if !off(p.PeriodSeconds) {
+					t.Errorf("seed %d: a policy period of %d s, near a multiple of the %d s sync period", seed, p.PeriodSeconds, sync)
+				}
+			}
+		}
 	}
 }
 
