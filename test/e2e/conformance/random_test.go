@@ -160,6 +160,7 @@ var randomFactors = []float64{0.1, 0.3, 0.5, 0.85, 0.9, 0.95, 1, 1.05, 1.1, 1.2,
 // scale to 3, outside the 5 s period, and took a stage; Tidal's left its
 // scale inside the period and stayed at 3 until the one after). Each is at
 // least 2 s from any multiple.
+//
 // The longest period, 13 s, lets a staged scale-up take its next stage at
 // the third sync after the last, 15 s, well within a step's quiet time to
 // settle (22 s in the base profile).
@@ -172,12 +173,12 @@ func randomBehaviorRules(r *rand.Rand) *autoscalingv2.HPAScalingRules {
 	if r.IntN(3) == 0 {
 		return nil // the default for that direction
 	}
-	rules := &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(randomStabilizations[r.IntN(3)])}
+	rules := &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(randomStabilizations[r.IntN(len(randomStabilizations))])}
 	for range 1 + r.IntN(2) {
 		if r.IntN(2) == 0 {
-			rules.Policies = append(rules.Policies, policy(autoscalingv2.PodsScalingPolicy, int32(1+r.IntN(3)), randomPeriods[r.IntN(3)]))
+			rules.Policies = append(rules.Policies, policy(autoscalingv2.PodsScalingPolicy, int32(1+r.IntN(3)), randomPeriods[r.IntN(len(randomPeriods))]))
 		} else {
-			rules.Policies = append(rules.Policies, policy(autoscalingv2.PercentScalingPolicy, int32(25*(1+r.IntN(4))), randomPeriods[r.IntN(3)]))
+			rules.Policies = append(rules.Policies, policy(autoscalingv2.PercentScalingPolicy, int32(25*(1+r.IntN(4))), randomPeriods[r.IntN(len(randomPeriods))]))
 		}
 	}
 	sel := []autoscalingv2.ScalingPolicySelect{autoscalingv2.MaxChangePolicySelect, autoscalingv2.MinChangePolicySelect,
