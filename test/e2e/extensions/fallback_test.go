@@ -1,6 +1,7 @@
 package extensions
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,17 +34,22 @@ func TestFallback(t *testing.T) {
 	})
 
 	setQueue(ns, -1)
-	// Before the third failed sync the count stays: every state seen with
-	// fallback pending (False/MetricsFailing) has 2 replicas.
+	// Before the third failed sync the count stays: every status written
+	// with fallback pending (False/MetricsFailing) says 2 current and 2
+	// desired, and so does the Deployment.
 	var pending []string
 	s := waitState(ctx, t, ns, "fallback to 6 replicas", func(s state) bool {
-		if conditionIs(s.ha, status.FallbackCondition, corev1.ConditionFalse, "MetricsFailing") {
-			pending = append(pending, fmt.Sprintf("%d failures: %d replicas", failures(s.ha), s.replicas))
-			if s.replicas != 2 {
-				t.Errorf("fallback pending, yet the Deployment has %d replicas: %s", s.replicas, s)
-			}
+		if !conditionIs(s.ha, status.FallbackCondition, corev1.ConditionFalse, "MetricsFailing") {
+			return s.replicas == 6 && conditionIs(s.ha, status.FallbackCondition, corev1.ConditionTrue, "AllMetricsFailed")
 		}
-		return s.replicas == 6 && conditionIs(s.ha, status.FallbackCondition, corev1.ConditionTrue, "AllMetricsFailed")
+		pending = append(pending, fmt.Sprintf("%d failures: %d replicas", failures(s.ha), s.replicas))
+		if st := s.ha.Status; st.CurrentReplicas != 2 || st.DesiredReplicas != 2 {
+			t.Errorf("fallback pending, yet the status says current %d desired %d: %s", st.CurrentReplicas, st.DesiredReplicas, s)
+		}
+		if s.replicas != 2 {
+			scaledByFallback(ctx, t, ns, s)
+		}
+		return false
 	})
 	t.Logf("states seen while fallback was pending: %d (%s)", len(pending), strings.Join(slices.Compact(pending), ", "))
 	c := condition(s.ha, status.FallbackCondition)
@@ -85,6 +91,30 @@ func TestFallback(t *testing.T) {
 	must(t, err)
 	if s.replicas != 3 || s.ha.Status.DesiredReplicas != 3 {
 		t.Errorf("with currentReplicasIfHigher and fallback.replicas 2 below the current 3: %s; want 3 kept", s)
+	}
+}
+
+// scaledByFallback checks a pending state whose Deployment was not at 2:
+// the two objects are read one after the other, and the autoscaler writes
+// the scale a few milliseconds before the status of the same reconcile, so
+// a read between the two writes sees the new count beside the old status.
+// That is what happened only if the next status written is the one that
+// entered fallback, written by a reconcile that read 2 and wanted 6; a
+// scale made while fallback was pending fails here.
+func scaledByFallback(ctx context.Context, t *testing.T, ns string, seen state) {
+	t.Helper()
+	var next *v1alpha1.HorizontalAutoscaler
+	waitUntil(ctx, t, "the status written after "+seen.ha.ResourceVersion, func() (bool, string) {
+		ha, err := getAutoscaler(ctx, ns, app)
+		if err != nil {
+			return false, err.Error()
+		}
+		next = ha
+		return ha.ResourceVersion != seen.ha.ResourceVersion, describe(ha)
+	})
+	st := next.Status
+	if !conditionIs(next, status.FallbackCondition, corev1.ConditionTrue, "AllMetricsFailed") || st.CurrentReplicas != 2 || st.DesiredReplicas != 6 {
+		t.Errorf("fallback pending, yet the Deployment has %d replicas: %s; the next status is not the one entering fallback from 2 to 6: %s", seen.replicas, seen, describe(next))
 	}
 }
 
