@@ -13,6 +13,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -60,8 +61,11 @@ func TestPrometheusFaults(t *testing.T) {
 		}
 		return kib / 1024
 	}
-	for _, mode := range []string{hang, garbage, huge} {
+	for i, mode := range []string{hang, garbage, huge} {
 		t.Run(mode, func(t *testing.T) {
+			if i > 0 {
+				renewAutoscaler(ctx, t)
+			}
 			if err := harness.WaitReady(ctx, nil, "steady before the fault", time.Minute, steady); err != nil {
 				t.Fatal(err)
 			}
@@ -111,6 +115,32 @@ func TestPrometheusFaults(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// renewAutoscaler deletes the autoscaler app and creates it again, so that
+// each fault's Warning events have a budget of their own: client-go's
+// event recorder (upstream's too) lets one object 25 Warning events, then
+// one every 5 minutes, and a fault's syncs make about ten (two a failed
+// sync), so the third fault's events would be dropped. A new object, with
+// a new UID, starts a new budget.
+func renewAutoscaler(ctx context.Context, t *testing.T) {
+	t.Helper()
+	res := env.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns)
+	if err := res.Delete(ctx, app, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.WaitReady(ctx, nil, "the autoscaler deleted", time.Minute, func(ctx context.Context) error {
+		_, err := res.Get(ctx, app, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := createAutoscaler(ctx, app, 0); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -95,9 +96,16 @@ func TestAPIServerOutage(t *testing.T) {
 	if !strings.Contains(string(log), "Lost the leader election lease") {
 		t.Errorf("the autoscaler's log does not say it lost its lease during a %s outage; log %s", outage, autoscaler.LogPath())
 	}
-	// Nothing scaled but to the new load's count.
-	rescales, err := events(ctx, name, "SuccessfulRescale", began)
-	if err != nil {
+	// Nothing scaled but to the new load's count. The event is posted in the
+	// background after the scale and may come after the status: wait for it.
+	var rescales []string
+	if err := harness.WaitReady(ctx, nil, "the SuccessfulRescale event", 30*time.Second, func(ctx context.Context) error {
+		var err error
+		if rescales, err = events(ctx, name, "SuccessfulRescale", began); err == nil && len(rescales) == 0 {
+			err = errors.New("none yet")
+		}
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if len(rescales) != 1 || !strings.Contains(rescales[0], "New size: 6") {

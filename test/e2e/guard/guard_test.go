@@ -126,6 +126,10 @@ func TestGuard(t *testing.T) {
 	createHPA(crdNS)
 
 	t.Run("crd mode: beside an HPA, no /scale writes", func(t *testing.T) {
+		// The HPA's doing, before the HorizontalAutoscaler exists: tidal
+		// sees the two through different watches, and an HPA created a
+		// moment before the autoscaler could reach it after the autoscaler.
+		waitReplicas(ctx, t, h, crdNS, 3)
 		ha := &v1alpha1.HorizontalAutoscaler{
 			ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: crdNS},
 			Spec:       v1alpha1.HorizontalAutoscalerSpec{HorizontalPodAutoscalerSpec: spec()},
@@ -140,7 +144,6 @@ func TestGuard(t *testing.T) {
 			return c != nil && c.Status == corev1.ConditionTrue && c.Reason == "OtherAutoscaler" &&
 				strings.Contains(c.Message, "HorizontalPodAutoscaler "+crdNS+"/"+app+"-hpa also scales Deployment/"+crdNS+"/"+app), fmt.Sprintf("%+v", got.Status.Conditions)
 		})
-		waitReplicas(ctx, t, h, crdNS, 3) // the HPA's doing
 		expectEvent(ctx, t, h, crdNS, app, "OtherAutoscaler", "HorizontalPodAutoscaler "+crdNS+"/"+app+"-hpa")
 		noScaleWrites(ctx, t, h, crdNS)
 	})
