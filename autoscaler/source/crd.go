@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
@@ -131,7 +132,7 @@ func CRDSourceIn(clients HAClients, namespace string, resync time.Duration) Sour
 	inf := cache.NewSharedIndexInformer(lw, &v1alpha1.HorizontalAutoscaler{}, resync,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	_ = inf.SetTransform(clustercache.CustomResourceTransform) // fails only once started
-	return &crdSource{informer: inf, writer: restStatusWriter{newStatusPutter(clients.Status, clients.StatusUserAgent, v1alpha1.SchemeGroupVersion, v1alpha1.Resource)}}
+	return &crdSource{informer: inf, writer: restStatusWriter{newStatusPutter(clients.Status, clients.StatusUserAgent, clients.StatusLimiter, v1alpha1.SchemeGroupVersion, v1alpha1.Resource)}}
 }
 
 type restStatusWriter struct{ put statusPutter }
@@ -152,13 +153,20 @@ type statusPutter struct {
 	// its headers) that comes without one (3% of the controller's
 	// allocations at 1,000 autoscalers).
 	userAgent string
+	throttle  throttle
 }
 
 // newStatusPutter writes the status of resource of gv through client,
 // whose API path is /apis (a host's own path, as a proxy's, comes first)
-// and whose transport sends userAgent (empty: none set).
-func newStatusPutter(client rest.Interface, userAgent string, gv schema.GroupVersion, resource string) statusPutter {
-	return statusPutter{client: client, prefix: "/apis/" + gv.String() + "/namespaces", resource: resource, userAgent: userAgent}
+// and whose transport sends userAgent (empty: none set), waiting on
+// limiter (nil: none) before each write; client has no limiter of its own
+// (statusConfig).
+func newStatusPutter(client rest.Interface, userAgent string, limiter flowcontrol.RateLimiter, gv schema.GroupVersion, resource string) statusPutter {
+	p := statusPutter{client: client, prefix: "/apis/" + gv.String() + "/namespaces", resource: resource, userAgent: userAgent}
+	// The URL client-go's metrics template would make of every write.
+	template := client.Put().AbsPath(p.prefix, "{namespace}", resource, "{name}", "status").Param("fieldManager", "{value}").URL()
+	p.throttle = newThrottle(limiter, *template)
+	return p
 }
 
 // put writes obj to the status subresource of namespace/name and neither
@@ -182,6 +190,9 @@ func (p statusPutter) put(ctx context.Context, namespace, name string, obj runti
 		if len(msgs) > 0 {
 			return fmt.Errorf("cannot write the status of %s %q in namespace %q: its %s %s", p.resource, name, namespace, part.what, strings.Join(msgs, ", "))
 		}
+	}
+	if err := p.throttle.wait(ctx); err != nil {
+		return err
 	}
 	req := p.client.Put().AbsPath(p.prefix, namespace, p.resource, name, "status").
 		Param("fieldManager", FieldManager).

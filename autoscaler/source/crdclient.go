@@ -159,6 +159,9 @@ type HAClients struct {
 	// StatusUserAgent is the User-Agent Status's transport sends (none
 	// set: Go's own).
 	StatusUserAgent string
+	// StatusLimiter is the rate limiter a status write waits on (Watch's):
+	// Status has none of its own (see throttle).
+	StatusLimiter flowcontrol.RateLimiter
 }
 
 // maxHTTP1StatusWriters is how many workers may write statuses over
@@ -183,19 +186,20 @@ func NewHorizontalAutoscalerClients(cfg *rest.Config, workers int) (HAClients, e
 	if err != nil {
 		return HAClients{}, err
 	}
-	status, err := newHAClient(statusConfig(cfg, watch.GetRateLimiter(), workers))
+	status, err := newHAClient(statusConfig(cfg, workers))
 	if err != nil {
 		return HAClients{}, err
 	}
-	return HAClients{Watch: watch, Status: status, StatusUserAgent: cfg.UserAgent}, nil
+	return HAClients{Watch: watch, Status: status, StatusUserAgent: cfg.UserAgent, StatusLimiter: watch.GetRateLimiter()}, nil
 }
 
-// statusConfig is cfg for the status writes of workers workers, taking
-// from limiter: over HTTP/1.1 when they fit in client-go's idle
-// connections (see NewHorizontalAutoscalerClients), over HTTP/2 when not.
-func statusConfig(cfg *rest.Config, limiter flowcontrol.RateLimiter, workers int) *rest.Config {
+// statusConfig is cfg for the status writes of workers workers: over
+// HTTP/1.1 when they fit in client-go's idle connections (see
+// NewHorizontalAutoscalerClients), over HTTP/2 when not; without a rate
+// limiter, since the writer waits on the shared one itself (throttle).
+func statusConfig(cfg *rest.Config, workers int) *rest.Config {
 	c := rest.CopyConfig(cfg)
-	c.RateLimiter = limiter
+	c.RateLimiter, c.QPS = nil, -1 // client-go makes no limiter for a negative QPS
 	if workers <= maxHTTP1StatusWriters {
 		c.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	}

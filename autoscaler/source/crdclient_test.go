@@ -81,7 +81,8 @@ var statusProtocolCases = []struct {
 // TestHAClientsProtocols lists HorizontalAutoscalers and writes a status:
 // the list (and so the watch) goes over HTTP/2, the status write over
 // HTTP/1.1 when the workers fit in the transport's idle connections, over
-// HTTP/2 when they do not; both clients take from one rate limiter.
+// HTTP/2 when they do not; both take from one rate limiter, the status
+// writes waiting on it themselves (throttle).
 func TestHAClientsProtocols(t *testing.T) {
 	cfg, seen := protocolServer(t, `{"apiVersion":"autoscaling.tidal.dev/v1alpha1","kind":"HorizontalAutoscaler","metadata":{"name":"web","namespace":"ns"}}`)
 	for _, tc := range statusProtocolCases {
@@ -90,8 +91,8 @@ func TestHAClientsProtocols(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if clients.Status.GetRateLimiter() != clients.Watch.GetRateLimiter() {
-				t.Error("the status writes have a rate limiter of their own; want the watch client's")
+			if clients.StatusLimiter != clients.Watch.GetRateLimiter() || clients.Status.GetRateLimiter() != nil {
+				t.Error("the status writes have a rate limiter of their own; want them to wait on the watch client's, their client on none")
 			}
 			ctx := context.Background()
 			list := &v1alpha1.HorizontalAutoscalerList{}
@@ -120,7 +121,7 @@ func TestHAClientsProtocols(t *testing.T) {
 
 // TestHPAStatusWriterProtocols writes an HPA's status as native mode does:
 // in protobuf, over HTTP/1.1 when the workers fit in the transport's idle
-// connections, with the rate limiter given, and without decoding the
+// connections, waiting on the rate limiter given, and without decoding the
 // answer (here one no decoder would take).
 func TestHPAStatusWriterProtocols(t *testing.T) {
 	cfg, seen := protocolServer(t, `not an object`)
@@ -132,8 +133,8 @@ func TestHPAStatusWriterProtocols(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := w.(restHPAWriter).put.client.GetRateLimiter(); got != limiter {
-				t.Error("the status writes have a rate limiter of their own; want the one given")
+			if put := w.(restHPAWriter).put; put.throttle.limiter != limiter || put.client.GetRateLimiter() != nil {
+				t.Error("the status writes have a rate limiter of their own; want them to wait on the one given, their client on none")
 			}
 			hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
 			if err := w.UpdateStatus(context.Background(), hpa); err != nil {

@@ -156,7 +156,7 @@ func (w typedHPAWriter) UpdateStatus(ctx context.Context, hpa *autoscalingv2.Hor
 // the answer (the informer delivers the written object). cfg gives the
 // credentials and the content type (protobuf, as the clientset's).
 func NewHPAStatusWriter(cfg *rest.Config, limiter flowcontrol.RateLimiter, workers int) (HPAStatusWriter, error) {
-	sc := statusConfig(cfg, limiter, workers)
+	sc := statusConfig(cfg, workers)
 	if sc.UserAgent == "" {
 		sc.UserAgent = rest.DefaultKubernetesUserAgent() // as the typed client would
 	}
@@ -164,7 +164,7 @@ func NewHPAStatusWriter(cfg *rest.Config, limiter flowcontrol.RateLimiter, worke
 	if err != nil {
 		return nil, err
 	}
-	return restHPAWriter{newStatusPutter(c.RESTClient(), sc.UserAgent, autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers")}, nil
+	return restHPAWriter{newStatusPutter(c.RESTClient(), sc.UserAgent, limiter, autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers")}, nil
 }
 
 type restHPAWriter struct{ put statusPutter }
