@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/scale"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
@@ -128,17 +129,30 @@ func (s *scaler) get(ctx context.Context, namespace, name string, mappings []*me
 // reads the new count and decides again. When neither changed (the
 // workload controller wrote its status, which the cache had not seen yet:
 // upstream reads /scale with a GET and rarely meets this), the decision
-// stands, and it is written once more on the fresh read.
+// stands, and it is written again on a fresh read, as client-go's
+// RetryOnConflict retries (5 tries, 10 ms apart): while a scale-up's pods
+// become ready their controller writes the status often, and a single
+// fresh read met a second conflict in a conformance run.
 func (s *scaler) update(ctx context.Context, namespace string, gr schema.GroupResource, sc *autoscalingv1.Scale, replicas int32) error {
 	from, selector := sc.Spec.Replicas, sc.Status.Selector
 	sc.Spec.Replicas = replicas
 	opts := metav1.UpdateOptions{FieldManager: source.FieldManager}
 	written, err := s.scales.Scales(namespace).Update(ctx, gr, sc, opts)
 	if apierrors.IsConflict(err) {
-		fresh, gerr := s.scales.Scales(namespace).Get(ctx, gr, sc.Name, metav1.GetOptions{})
-		if gerr == nil && fresh.Spec.Replicas == from && fresh.Status.Selector == selector {
+		conflict, stale := err, false
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			fresh, gerr := s.scales.Scales(namespace).Get(ctx, gr, sc.Name, metav1.GetOptions{})
+			if gerr != nil || fresh.Spec.Replicas != from || fresh.Status.Selector != selector {
+				stale = true
+				return nil
+			}
 			fresh.Spec.Replicas = replicas
-			written, err = s.scales.Scales(namespace).Update(ctx, gr, fresh, opts)
+			var uerr error
+			written, uerr = s.scales.Scales(namespace).Update(ctx, gr, fresh, opts)
+			return uerr
+		})
+		if stale {
+			err = conflict
 		}
 	}
 	if err != nil {

@@ -141,8 +141,9 @@ func TestConflictOnScaleNeverWritesAStaleCount(t *testing.T) {
 // status, which the scale cache had not seen yet; or someone wrote the same
 // count). The decision stands: it is written once more on a fresh read,
 // and the rescale succeeds with no FailedRescale, as upstream's, which
-// reads /scale fresh, would. A second conflict, or a changed selector,
-// fails the reconcile as any other conflict does.
+// reads /scale fresh, would; conflicts on the fresh reads are retried as
+// client-go's RetryOnConflict does (5 tries). Conflicts on every try, or a
+// count or selector changed, fail the reconcile as any other conflict does.
 func TestConflictOnScaleWithTheSameCount(t *testing.T) {
 	tests := []struct {
 		name string
@@ -159,8 +160,15 @@ func TestConflictOnScaleWithTheSameCount(t *testing.T) {
 			wantWrites: 2, wantEvent: "Normal SuccessfulRescale New size: 5", wantCount: 5},
 		{name: "the same count written", change: func(sc *autoscalingv1.Scale) { sc.Spec.Replicas = 3 }, conflicts: 1,
 			wantWrites: 2, wantEvent: "Normal SuccessfulRescale New size: 5", wantCount: 5},
-		{name: "refused twice", change: func(*autoscalingv1.Scale) {}, conflicts: 2,
-			wantWrites: 2, wantErr: true, wantEvent: "Warning FailedRescale New size: 5", wantCount: 3},
+		{name: "refused three times", change: func(*autoscalingv1.Scale) {}, conflicts: 3,
+			wantWrites: 4, wantEvent: "Normal SuccessfulRescale New size: 5", wantCount: 5},
+		{name: "refused on every fresh read", change: func(*autoscalingv1.Scale) {}, conflicts: 100,
+			wantWrites: 6, wantErr: true, wantEvent: "Warning FailedRescale New size: 5", wantCount: 3},
+		{name: "the count changed after a conflict on a fresh read", change: func(sc *autoscalingv1.Scale) {
+			if sc.ResourceVersion != "1" { // the second writer: kubectl scale
+				sc.Spec.Replicas = 4
+			}
+		}, conflicts: 2, wantWrites: 2, wantErr: true, wantEvent: "Warning FailedRescale New size: 5", wantCount: 4},
 		{name: "selector changed", change: func(sc *autoscalingv1.Scale) { sc.Status.Selector = "app=web,track=canary" }, conflicts: 1,
 			wantWrites: 1, wantErr: true, wantEvent: "Warning FailedRescale New size: 5", wantCount: 3},
 	}
