@@ -58,7 +58,8 @@ const AutoscalerRBACFile = "manifests/rbac-autoscaler.yaml"
 // StartAutoscaler runs `tidal autoscaler` with leader election as the
 // tidal-system/tidal-autoscaler service account, granted the RBAC of
 // manifests/rbac-autoscaler.yaml (applied as written, so the harness grants
-// what users install), and waits until it is ready and holds its Lease.
+// what users install), with the environment the installed Deployment
+// gives it (AutoscalerEnv), and waits until it is ready and holds its Lease.
 func (h *Harness) StartAutoscaler(ctx context.Context, o AutoscalerOptions) (*Autoscaler, error) {
 	a := &Autoscaler{Namespace: "tidal-system", ServiceAccount: "tidal-autoscaler"}
 	if o.Mode == "" {
@@ -84,11 +85,15 @@ func (h *Harness) StartAutoscaler(ctx context.Context, o AutoscalerOptions) (*Au
 	if err != nil {
 		return nil, err
 	}
+	env, err := AutoscalerEnv()
+	if err != nil {
+		return nil, err
+	}
 	err = onFreePorts(2, func(ports []int) error {
 		a.HealthPort, a.SecurePort = ports[0], ports[1]
 		args := append(h.autoscalerArgs(a, o.Mode, kubeconfig), o.Args...)
 		var err error
-		if a.Process, err = h.run(o.Name, o.Binary, args, ports...); err != nil {
+		if a.Process, err = h.runWithEnv(o.Name, o.Binary, args, env, ports...); err != nil {
 			return err
 		}
 		probe := &http.Client{Timeout: 2 * time.Second}

@@ -288,7 +288,12 @@ func (h *Harness) bin(name string) string { return filepath.Join(h.tools, name) 
 
 // run starts a process and records it for Stop.
 func (h *Harness) run(name, bin string, args []string, ports ...int) (*Process, error) {
-	p, err := startProcess(name, h.path("logs"), bin, args, nil)
+	return h.runWithEnv(name, bin, args, nil, ports...)
+}
+
+// runWithEnv is run with env (NAME=VALUE) added to the harness's own.
+func (h *Harness) runWithEnv(name, bin string, args, env []string, ports ...int) (*Process, error) {
+	p, err := startProcess(name, h.path("logs"), bin, args, env)
 	if err != nil {
 		return nil, err
 	}

@@ -45,8 +45,9 @@ const NativeModeComponent = "manifests/components/native-mode"
 
 // StartNativeAutoscaler runs `tidal autoscaler --mode=native` with leader
 // election, granted the autoscaler's RBAC as `kubectl kustomize` renders
-// manifests/ with the native-mode component, and waits until it is ready
-// and holds its Lease. Started again with the same options (a restart), it
+// manifests/ with the native-mode component, with the environment the
+// installed Deployment gives it (AutoscalerEnv), and waits until it is
+// ready and holds its Lease. Started again with the same options (a restart), it
 // keeps the RBAC already granted.
 func (h *Harness) StartNativeAutoscaler(ctx context.Context, o NativeAutoscalerOptions) (*Autoscaler, error) {
 	a := &Autoscaler{Namespace: "tidal-system", ServiceAccount: o.ServiceAccount}
@@ -70,12 +71,16 @@ func (h *Harness) StartNativeAutoscaler(ctx context.Context, o NativeAutoscalerO
 	if err != nil {
 		return nil, err
 	}
+	env, err := AutoscalerEnv()
+	if err != nil {
+		return nil, err
+	}
 	err = onFreePorts(2, func(ports []int) error {
 		a.HealthPort, a.SecurePort = ports[0], ports[1]
 		args := append(h.autoscalerArgs(a, "native", kubeconfig), "--leader-elect-resource-name="+a.ServiceAccount)
 		args = append(args, o.Args...)
 		var err error
-		if a.Process, err = h.run(o.Name, o.Binary, args, ports...); err != nil {
+		if a.Process, err = h.runWithEnv(o.Name, o.Binary, args, env, ports...); err != nil {
 			return err
 		}
 		// A restarted autoscaler waits for its predecessor's Lease to expire:

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
@@ -357,6 +358,7 @@ func checkAutoscaler(t *testing.T, objs []*unstructured.Unstructured, exp expect
 			t.Errorf("args %q lack %q", c.Args, want)
 		}
 	}
+	checkGOMAXPROCS(t, c)
 	// /metrics on the secure port, behind the autoscaler's Service for
 	// scrapers; the probes stay on the plain health port.
 	if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "https" && p.ContainerPort == 8443 }) {
@@ -370,6 +372,26 @@ func checkAutoscaler(t *testing.T, objs []*unstructured.Unstructured, exp expect
 		if d.Spec.Template.Labels[k] != v {
 			t.Errorf("autoscaler Service selector %v does not select the autoscaler pods %v", svc.Spec.Selector, d.Spec.Template.Labels)
 		}
+	}
+}
+
+// checkGOMAXPROCS: the autoscaler gets one GOMAXPROCS, its own CPU
+// request through the downward API in whole cores (the kubelet rounds up):
+// Go would otherwise size its scheduler to every core of the node.
+func checkGOMAXPROCS(t *testing.T, c corev1.Container) {
+	t.Helper()
+	var refs []*corev1.ResourceFieldSelector
+	for _, e := range c.Env {
+		if e.Name == "GOMAXPROCS" && e.ValueFrom != nil {
+			refs = append(refs, e.ValueFrom.ResourceFieldRef)
+		}
+	}
+	if len(refs) != 1 || refs[0] == nil || refs[0].Resource != "requests.cpu" || refs[0].Divisor.Cmp(resource.MustParse("1")) != 0 ||
+		refs[0].ContainerName != "" && refs[0].ContainerName != c.Name {
+		t.Errorf("env %+v: want one GOMAXPROCS from the container's requests.cpu, divisor 1", c.Env)
+	}
+	if c.Resources.Requests.Cpu().IsZero() {
+		t.Errorf("resources %+v: GOMAXPROCS follows the CPU request, which must be set", c.Resources)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -212,6 +213,9 @@ func TestChartHatches(t *testing.T) {
 			if h.name == "tidal-adapter" && !slices.Contains(names, "POD_NAME") {
 				t.Errorf("env %v: extraEnv must come after POD_NAME, not replace it", names)
 			}
+			if h.name == "tidal-autoscaler" {
+				checkGOMAXPROCS(t, r.d.Spec.Template.Spec.Containers[0])
+			}
 		}},
 		{"extraVolumes and extraVolumeMounts", func(t *testing.T, r rendered, h hatch) {
 			spec := r.d.Spec.Template.Spec
@@ -310,6 +314,19 @@ func TestChartHatchDefaults(t *testing.T) {
 		if o.GetKind() == "PodDisruptionBudget" && o.GetName() == "tidal-autoscaler" {
 			t.Error("autoscaler.podDisruptionBudget.enabled=false still renders its PDB")
 		}
+	}
+}
+
+// TestChartGOMAXPROCSGiven: a GOMAXPROCS in autoscaler.extraEnv replaces
+// the one from the CPU request (a list with the name twice would be
+// refused by server-side apply), and the rest of extraEnv stays.
+func TestChartGOMAXPROCSGiven(t *testing.T) {
+	objs := helmTemplate(t, "--set", "autoscaler.extraEnv[0].name=GOMAXPROCS", "--set-string", "autoscaler.extraEnv[0].value=4",
+		"--set", "autoscaler.extraEnv[1].name=GOMEMLIMIT", "--set-string", "autoscaler.extraEnv[1].value=200MiB")
+	env := component(t, objs, "tidal-autoscaler").d.Spec.Template.Spec.Containers[0].Env
+	want := []corev1.EnvVar{{Name: "GOMAXPROCS", Value: "4"}, {Name: "GOMEMLIMIT", Value: "200MiB"}}
+	if !apiequality.Semantic.DeepEqual(env, want) {
+		t.Errorf("env %+v, want %+v", env, want)
 	}
 }
 
