@@ -47,8 +47,8 @@ const NativeModeComponent = "manifests/components/native-mode"
 // election, granted the autoscaler's RBAC as `kubectl kustomize` renders
 // manifests/ with the native-mode component, with the environment the
 // installed Deployment gives it (AutoscalerEnv), and waits until it is
-// ready and holds its Lease. Started again with the same options (a restart), it
-// keeps the RBAC already granted.
+// ready and holds its Lease. Started again with the same options (a
+// restart), it keeps the RBAC already granted.
 func (h *Harness) StartNativeAutoscaler(ctx context.Context, o NativeAutoscalerOptions) (*Autoscaler, error) {
 	a := &Autoscaler{Namespace: "tidal-system", ServiceAccount: o.ServiceAccount}
 	if a.ServiceAccount == "" {
