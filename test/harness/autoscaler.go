@@ -85,36 +85,46 @@ func (h *Harness) StartAutoscaler(ctx context.Context, o AutoscalerOptions) (*Au
 	if err != nil {
 		return nil, err
 	}
+	args := func() []string { return append(h.autoscalerArgs(a, o.Mode, kubeconfig), o.Args...) }
+	err = h.runAutoscaler(ctx, a, o.Name, o.Binary, "tidal autoscaler ready and leading", args, func(ctx context.Context) error {
+		if o.Sharding {
+			return nil // no leader: every replica runs its controller
+		}
+		lease, err := h.Client.CoordinationV1().Leases(a.Namespace).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+			return fmt.Errorf("lease not held yet")
+		}
+		return nil
+	})
+	return a, err
+}
+
+// runAutoscaler runs a (name, bin) on two free loopback ports with the
+// environment the installed Deployment gives it (AutoscalerEnv) and the
+// flags args returns once a's ports are set, and waits until it answers
+// /readyz and leading (what: the wait's description) holds.
+func (h *Harness) runAutoscaler(ctx context.Context, a *Autoscaler, name, bin, what string, args func() []string, leading func(context.Context) error) error {
 	env, err := AutoscalerEnv()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	err = onFreePorts(2, func(ports []int) error {
+	return onFreePorts(2, func(ports []int) error {
 		a.HealthPort, a.SecurePort = ports[0], ports[1]
-		args := append(h.autoscalerArgs(a, o.Mode, kubeconfig), o.Args...)
 		var err error
-		if a.Process, err = h.runWithEnv(o.Name, o.Binary, args, env, ports...); err != nil {
+		if a.Process, err = h.runWithEnv(name, bin, args(), env, ports...); err != nil {
 			return err
 		}
 		probe := &http.Client{Timeout: 2 * time.Second}
-		return waitFor(ctx, a.Process, "tidal autoscaler ready and leading", 60*time.Second, func(ctx context.Context) error {
+		return waitFor(ctx, a.Process, what, 60*time.Second, func(ctx context.Context) error {
 			if err := httpOK(ctx, probe, fmt.Sprintf("http://127.0.0.1:%d/readyz", a.HealthPort)); err != nil {
 				return err
 			}
-			if o.Sharding {
-				return nil // no leader: every replica runs its controller
-			}
-			lease, err := h.Client.CoordinationV1().Leases(a.Namespace).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-				return fmt.Errorf("lease not held yet")
-			}
-			return nil
+			return leading(ctx)
 		})
 	})
-	return a, err
 }
 
 // autoscalerArgs are the flags of every `tidal autoscaler` the harness

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,35 +70,22 @@ func (h *Harness) StartNativeAutoscaler(ctx context.Context, o NativeAutoscalerO
 	if err != nil {
 		return nil, err
 	}
-	env, err := AutoscalerEnv()
-	if err != nil {
-		return nil, err
-	}
-	err = onFreePorts(2, func(ports []int) error {
-		a.HealthPort, a.SecurePort = ports[0], ports[1]
+	args := func() []string {
 		args := append(h.autoscalerArgs(a, "native", kubeconfig), "--leader-elect-resource-name="+a.ServiceAccount)
-		args = append(args, o.Args...)
-		var err error
-		if a.Process, err = h.runWithEnv(o.Name, o.Binary, args, env, ports...); err != nil {
+		return append(args, o.Args...)
+	}
+	// A restarted autoscaler waits for its predecessor's Lease to expire:
+	// ready and leading is the Lease acquired since it started.
+	started := time.Now()
+	err = h.runAutoscaler(ctx, a, o.Name, o.Binary, "tidal autoscaler (native) ready and leading", args, func(ctx context.Context) error {
+		lease, err := h.Client.CoordinationV1().Leases(a.Namespace).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
+		if err != nil {
 			return err
 		}
-		// A restarted autoscaler waits for its predecessor's Lease to expire:
-		// ready and leading is the Lease renewed after it started.
-		started := time.Now()
-		probe := &http.Client{Timeout: 2 * time.Second}
-		return waitFor(ctx, a.Process, "tidal autoscaler (native) ready and leading", 60*time.Second, func(ctx context.Context) error {
-			if err := httpOK(ctx, probe, fmt.Sprintf("http://127.0.0.1:%d/readyz", a.HealthPort)); err != nil {
-				return err
-			}
-			lease, err := h.Client.CoordinationV1().Leases(a.Namespace).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if lease.Spec.AcquireTime == nil || lease.Spec.AcquireTime.Time.Before(started.Truncate(time.Second)) {
-				return fmt.Errorf("lease not acquired since the start")
-			}
-			return nil
-		})
+		if lease.Spec.AcquireTime == nil || lease.Spec.AcquireTime.Time.Before(started.Truncate(time.Second)) {
+			return fmt.Errorf("lease not acquired since the start")
+		}
+		return nil
 	})
 	return a, err
 }
