@@ -239,6 +239,15 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	// Stopping (SIGTERM, a lost Lease): leave the rest of the queue. The
+	// queue hands out what it holds until it is empty even once shut down,
+	// and a worker that reconciled it all with a cancelled context failed
+	// each key in turn: thousands of them at 10,000 autoscalers, past the
+	// kubelet's grace period, so that the process was killed before it
+	// released its Lease.
+	if ctx.Err() != nil {
+		return false
+	}
 	now := c.r.clock.Now()
 	due := c.cadence.started(key, now)
 	c.visits.visited(key, now)

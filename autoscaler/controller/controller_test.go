@@ -197,6 +197,35 @@ func TestRunReconcilesNativeHPAs(t *testing.T) {
 	}
 }
 
+// TestStopLeavesTheQueue: once the controller's context is done, a worker
+// takes no further key from the queue, which would go on handing out
+// every key it holds.
+func TestStopLeavesTheQueue(t *testing.T) {
+	f := newFixture(t, source.ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000), podMetrics: milliByPod(500)},
+		newHPA("web", nil, 10, cpuUtilization(50)))
+	c := f.ctrl
+	defer c.queue.ShutDown()
+	key := ns + "/web"
+
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	c.queue.Add(key)
+	if c.processNextWorkItem(stopped) {
+		t.Error("processNextWorkItem = true with the context done, want false: the worker stops")
+	}
+	if f.scaleGets != 0 {
+		t.Errorf("%d /scale reads with the context done, want 0: nothing reconciled", f.scaleGets)
+	}
+
+	c.queue.Add(key)
+	if !c.processNextWorkItem(context.Background()) {
+		t.Error("processNextWorkItem = false with a live context, want true")
+	}
+	if f.scaleGets == 0 {
+		t.Error("no /scale read with a live context: the key was not reconciled")
+	}
+}
+
 func TestQueueing(t *testing.T) {
 	tests := []struct {
 		name string
