@@ -106,19 +106,25 @@ func decodeStrict(value string, v any) error {
 	return err
 }
 
+// safeBool reads the value v of a boolean annotation whose safe side is
+// "true" (what it means: meaning): anything but "true" or "false" is taken
+// as true, with the problem to report.
+func safeBool(annotation, v, meaning string) (on bool, problem string) {
+	switch v {
+	case "true":
+		return true, ""
+	case "false":
+		return false, ""
+	}
+	return true, fmt.Sprintf("annotation %s is %s, neither \"true\" nor \"false\": taken as \"true\" (%s) until it is set to one of them",
+		annotation, strconv.Quote(v), meaning)
+}
+
 // annotationExtensions reads native mode's annotations.
 func annotationExtensions(annotations map[string]string) Extensions {
 	var e Extensions
 	if v, ok := annotations[HoldScaleDownDuringRolloutAnnotation]; ok {
-		switch v {
-		case "true":
-			e.HoldScaleDownDuringRollout = true
-		case "false":
-		default:
-			e.HoldScaleDownDuringRollout = true
-			e.HoldProblem = fmt.Sprintf("annotation %s is %s, neither \"true\" nor \"false\": taken as \"true\" (scale-downs wait for a rollout in progress) until it is set to one of them",
-				HoldScaleDownDuringRolloutAnnotation, strconv.Quote(v))
-		}
+		e.HoldScaleDownDuringRollout, e.HoldProblem = safeBool(HoldScaleDownDuringRolloutAnnotation, v, "scale-downs wait for a rollout in progress")
 	}
 	if v, ok := annotations[ScaleDownPodSelectionAnnotation]; ok {
 		var p v1alpha1.ScaleDownPodSelection
@@ -134,15 +140,7 @@ func annotationExtensions(annotations map[string]string) Extensions {
 		}
 	}
 	if v, ok := annotations[DryRunAnnotation]; ok {
-		switch v {
-		case "true":
-			e.DryRun = true
-		case "false":
-		default:
-			e.DryRun = true
-			e.DryRunProblem = fmt.Sprintf("annotation %s is %s, neither \"true\" nor \"false\": taken as \"true\" (no /scale writes) until it is set to one of them",
-				DryRunAnnotation, strconv.Quote(v))
-		}
+		e.DryRun, e.DryRunProblem = safeBool(DryRunAnnotation, v, "no /scale writes")
 	}
 	if v, ok := annotations[FallbackAnnotation]; ok {
 		var f v1alpha1.Fallback
