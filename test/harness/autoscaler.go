@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,27 +87,25 @@ func (h *Harness) StartAutoscaler(ctx context.Context, o AutoscalerOptions) (*Au
 		return nil, err
 	}
 	args := func() []string { return append(h.autoscalerArgs(a, o.Mode, kubeconfig), o.Args...) }
-	err = h.runAutoscaler(ctx, a, o.Name, o.Binary, "tidal autoscaler ready and leading", args, func(ctx context.Context) error {
-		if o.Sharding {
-			return nil // no leader: every replica runs its controller
-		}
-		lease, err := h.Client.CoordinationV1().Leases(a.Namespace).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	leading := func(lease *coordinationv1.Lease) error {
 		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 			return fmt.Errorf("lease not held yet")
 		}
 		return nil
-	})
+	}
+	if o.Sharding {
+		leading = nil // no leader: every replica runs its controller
+	}
+	err = h.runAutoscaler(ctx, a, o.Name, o.Binary, "tidal autoscaler ready and leading", args, leading)
 	return a, err
 }
 
 // runAutoscaler runs a (name, bin) on two free loopback ports with the
 // environment the installed Deployment gives it (AutoscalerEnv) and the
 // flags args returns once a's ports are set, and waits until it answers
-// /readyz and leading (what: the wait's description) holds.
-func (h *Harness) runAutoscaler(ctx context.Context, a *Autoscaler, name, bin, what string, args func() []string, leading func(context.Context) error) error {
+// /readyz and leading holds of its Lease (a.ServiceAccount in a.Namespace;
+// nil: no Lease to wait for). what describes the wait.
+func (h *Harness) runAutoscaler(ctx context.Context, a *Autoscaler, name, bin, what string, args func() []string, leading func(*coordinationv1.Lease) error) error {
 	env, err := AutoscalerEnv()
 	if err != nil {
 		return err
@@ -122,7 +121,14 @@ func (h *Harness) runAutoscaler(ctx context.Context, a *Autoscaler, name, bin, w
 			if err := httpOK(ctx, probe, fmt.Sprintf("http://127.0.0.1:%d/readyz", a.HealthPort)); err != nil {
 				return err
 			}
-			return leading(ctx)
+			if leading == nil {
+				return nil
+			}
+			lease, err := h.Client.CoordinationV1().Leases(a.Namespace).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			return leading(lease)
 		})
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,11 +78,7 @@ func (h *Harness) StartNativeAutoscaler(ctx context.Context, o NativeAutoscalerO
 	// A restarted autoscaler waits for its predecessor's Lease to expire:
 	// ready and leading is the Lease acquired since it started.
 	started := time.Now()
-	err = h.runAutoscaler(ctx, a, o.Name, o.Binary, "tidal autoscaler (native) ready and leading", args, func(ctx context.Context) error {
-		lease, err := h.Client.CoordinationV1().Leases(a.Namespace).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	err = h.runAutoscaler(ctx, a, o.Name, o.Binary, "tidal autoscaler (native) ready and leading", args, func(lease *coordinationv1.Lease) error {
 		if lease.Spec.AcquireTime == nil || lease.Spec.AcquireTime.Time.Before(started.Truncate(time.Second)) {
 			return fmt.Errorf("lease not acquired since the start")
 		}
