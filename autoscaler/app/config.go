@@ -143,6 +143,7 @@ func (o *Options) Config() (*Config, error) {
 		Registerer: reg, ObjectSeries: objects, Handover: ho, Namespace: o.Namespace,
 		StatusMetricsMinInterval: o.StatusMetricsMinInterval,
 		GuardOtherWriters:        o.GuardOtherWriters,
+		Sharding:                 o.Sharding,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the controller: %w", err)

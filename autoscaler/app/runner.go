@@ -65,6 +65,10 @@ type clusterConfig struct {
 	StatusMetricsMinInterval time.Duration
 	// GuardOtherWriters is --guard-other-writers.
 	GuardOtherWriters bool
+	// Sharding is --sharding: in crd mode the watch then leaves the
+	// objects of the other replicas' shares undecoded until read
+	// (source.Deferred).
+	Sharding bool
 }
 
 // otherWriterHold is how long a native HPA stays left alone after another
@@ -116,6 +120,13 @@ type runner struct {
 // useMember makes the next Run reconcile m's share only.
 func (r *runner) useMember(m *shard.Member) { r.member.Store(m) }
 
+// othersShare reports whether the autoscaler namespace/name is not this
+// replica's to reconcile now (source.Deferred).
+func (r *runner) othersShare(namespace, name string) bool {
+	m := r.member.Load()
+	return m != nil && !m.Owns(namespace+"/"+name)
+}
+
 // term is what one Run builds and starts: the informers and the source.
 type term struct {
 	options  controller.Options
@@ -162,7 +173,11 @@ func newRunner(c clusterConfig) (*runner, error) {
 			return nil, fmt.Errorf("HorizontalPodAutoscaler watch client: %w", err)
 		}
 	case source.ModeCRD:
-		if r.crdClients, err = source.NewHorizontalAutoscalerClients(c.REST, c.Workers); err != nil {
+		var deferred source.Deferred
+		if c.Sharding {
+			deferred = r.othersShare
+		}
+		if r.crdClients, err = source.NewHorizontalAutoscalerClients(c.REST, c.Workers, deferred); err != nil {
 			return nil, fmt.Errorf("HorizontalAutoscaler client: %w", err)
 		}
 	default:

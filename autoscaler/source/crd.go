@@ -129,7 +129,13 @@ func CRDSourceIn(clients HAClients, namespace string, resync time.Duration) Sour
 			return client.Get().Namespace(namespace).Resource(v1alpha1.Resource).VersionedParams(&opts, haParams).Watch(ctx)
 		},
 	}
-	inf := cache.NewSharedIndexInformer(lw, &v1alpha1.HorizontalAutoscaler{}, resync,
+	// A reflector drops the watched objects of a type other than its
+	// example's: with deferral the watch also sends deferredHAs.
+	var example runtime.Object = &v1alpha1.HorizontalAutoscaler{}
+	if clients.defers {
+		example = nil
+	}
+	inf := cache.NewSharedIndexInformer(lw, example, resync,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	_ = inf.SetTransform(clustercache.CustomResourceTransform) // fails only once started
 	return &crdSource{informer: inf, writer: restStatusWriter{newStatusPutter(clients.Status, clients.StatusUserAgent, clients.StatusLimiter, v1alpha1.SchemeGroupVersion, v1alpha1.Resource)}}
@@ -220,11 +226,18 @@ func (s *crdSource) Get(namespace, name string) (Object, error) {
 	if !exists {
 		return nil, apierrors.NewNotFound(v1alpha1.GroupVersionResource.GroupResource(), name)
 	}
-	ha, ok := obj.(*v1alpha1.HorizontalAutoscaler)
-	if !ok {
+	switch o := obj.(type) {
+	case *v1alpha1.HorizontalAutoscaler:
+		return haObject{o}, nil
+	case *deferredHA:
+		ha, err := o.full()
+		if err != nil {
+			return nil, err
+		}
+		return haObject{ha}, nil
+	default:
 		return nil, fmt.Errorf("%s %s/%s: informer returned a %T", v1alpha1.Kind, namespace, name, obj)
 	}
-	return haObject{ha}, nil
 }
 
 func (s *crdSource) UpdateStatus(ctx context.Context, obj Object) error {

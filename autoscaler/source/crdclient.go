@@ -1,6 +1,8 @@
 package source
 
 import (
+	"fmt"
+
 	jsonv2 "github.com/go-json-experiment/json"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,14 +41,14 @@ func newJSONSerializer() runtime.Serializer {
 	return kjson.NewSerializerWithOptions(jsonmeta.MetaFactory{}, haScheme, haScheme, kjson.SerializerOptions{})
 }
 
-func newHAJSON() haJSON {
+func newHAJSON(deferred Deferred) haJSON {
 	s := newJSONSerializer()
 	return haJSON{runtime.SerializerInfo{
 		MediaType:        runtime.ContentTypeJSON,
 		MediaTypeType:    "application",
 		MediaTypeSubType: "json",
 		EncodesAsText:    true,
-		Serializer:       haDecoder{Serializer: s},
+		Serializer:       haDecoder{Serializer: s, deferred: deferred},
 		StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: eventSerializer{Serializer: s}, Framer: jsonmeta.Framer},
 	}}
 }
@@ -67,12 +69,20 @@ func newHAJSON() haJSON {
 // serializer decodes the document, so its answer, or its error, is the
 // one returned. Anything else (another kind, decoding into an object)
 // goes to the JSON serializer as before.
+//
+// With deferred set, a HorizontalAutoscaler it names is decoded as a
+// deferredHA: its metadata now, the rest when first read.
 type haDecoder struct {
 	runtime.Serializer
+	deferred Deferred
 }
 
 func (d haDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	if into == nil {
+		if obj, ok := d.deferHA(data); ok {
+			gvk := haKind
+			return obj, &gvk, nil
+		}
 		if gvk, err := (jsonmeta.MetaFactory{}).Interpret(data); err == nil && *gvk == haKind {
 			ha := &v1alpha1.HorizontalAutoscaler{}
 			if jsonv2.Unmarshal(data, ha) == nil {
@@ -81,6 +91,22 @@ func (d haDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into r
 		}
 	}
 	return d.Serializer.Decode(data, defaults, into)
+}
+
+// decodeHA decodes a HorizontalAutoscaler as Decode does.
+func (d haDecoder) decodeHA(data []byte) (*v1alpha1.HorizontalAutoscaler, error) {
+	ha := &v1alpha1.HorizontalAutoscaler{}
+	if jsonv2.Unmarshal(data, ha) == nil {
+		return ha, nil
+	}
+	obj, _, err := d.Serializer.Decode(data, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if ha, ok := obj.(*v1alpha1.HorizontalAutoscaler); ok {
+		return ha, nil
+	}
+	return nil, fmt.Errorf("decoded a %T, not a %s", obj, v1alpha1.Kind)
 }
 
 // haKind is the group, version and kind of a HorizontalAutoscaler.
@@ -162,6 +188,8 @@ type HAClients struct {
 	// StatusLimiter is the rate limiter a status write waits on (Watch's):
 	// Status has none of its own (see throttle).
 	StatusLimiter flowcontrol.RateLimiter
+	// defers: Watch may decode objects as deferredHAs.
+	defers bool
 }
 
 // maxHTTP1StatusWriters is how many workers may write statuses over
@@ -181,16 +209,19 @@ const maxHTTP1StatusWriters = 25
 // writes do not need: each has the request timeout. The watch stays on
 // HTTP/2, where the pings keep a silent connection from deafening the
 // informer.
-func NewHorizontalAutoscalerClients(cfg *rest.Config, workers int) (HAClients, error) {
-	watch, err := newHAClient(cfg)
+//
+// Watched objects that deferred names (nil: none) are decoded when first
+// read (see Deferred).
+func NewHorizontalAutoscalerClients(cfg *rest.Config, workers int, deferred Deferred) (HAClients, error) {
+	watch, err := newHAClient(cfg, deferred)
 	if err != nil {
 		return HAClients{}, err
 	}
-	status, err := newHAClient(statusConfig(cfg, workers))
+	status, err := newHAClient(statusConfig(cfg, workers), nil)
 	if err != nil {
 		return HAClients{}, err
 	}
-	return HAClients{Watch: watch, Status: status, StatusUserAgent: cfg.UserAgent, StatusLimiter: watch.GetRateLimiter()}, nil
+	return HAClients{Watch: watch, Status: status, StatusUserAgent: cfg.UserAgent, StatusLimiter: watch.GetRateLimiter(), defers: deferred != nil}, nil
 }
 
 // statusConfig is cfg for the status writes of workers workers: over
@@ -207,13 +238,14 @@ func statusConfig(cfg *rest.Config, workers int) *rest.Config {
 }
 
 // newHAClient returns a REST client for autoscaling.tidal.dev/v1alpha1
-// speaking JSON with cfg's credentials and rate limits.
-func newHAClient(cfg *rest.Config) (rest.Interface, error) {
+// speaking JSON with cfg's credentials and rate limits, deferring the
+// decode of the watched objects deferred names.
+func newHAClient(cfg *rest.Config, deferred Deferred) (rest.Interface, error) {
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &v1alpha1.SchemeGroupVersion
 	c.APIPath = "/apis"
 	c.ContentType = runtime.ContentTypeJSON
 	c.AcceptContentTypes = runtime.ContentTypeJSON
-	c.NegotiatedSerializer = newHAJSON()
+	c.NegotiatedSerializer = newHAJSON(deferred)
 	return rest.RESTClientFor(c)
 }

@@ -87,7 +87,7 @@ func TestHAClientsProtocols(t *testing.T) {
 	cfg, seen := protocolServer(t, `{"apiVersion":"autoscaling.tidal.dev/v1alpha1","kind":"HorizontalAutoscaler","metadata":{"name":"web","namespace":"ns"}}`)
 	for _, tc := range statusProtocolCases {
 		t.Run(tc.name, func(t *testing.T) {
-			clients, err := NewHorizontalAutoscalerClients(cfg, tc.workers)
+			clients, err := NewHorizontalAutoscalerClients(cfg, tc.workers, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -325,7 +325,7 @@ func TestStatusWriteUserAgent(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				clients, err := NewHorizontalAutoscalerClients(cfg, 1)
+				clients, err := NewHorizontalAutoscalerClients(cfg, 1, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

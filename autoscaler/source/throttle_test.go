@@ -110,7 +110,7 @@ func TestStatusWriteThrottle(t *testing.T) {
 		},
 		upstream: func(t *testing.T, limiter flowcontrol.RateLimiter) error {
 			c, err := rest.RESTClientFor(&rest.Config{Host: srv.URL, RateLimiter: limiter, APIPath: "/apis",
-				ContentConfig: rest.ContentConfig{GroupVersion: &autoscalingv2.SchemeGroupVersion, NegotiatedSerializer: newHAJSON()}})
+				ContentConfig: rest.ContentConfig{GroupVersion: &autoscalingv2.SchemeGroupVersion, NegotiatedSerializer: newHAJSON(nil)}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func TestStatusWriteThrottle(t *testing.T) {
 	}, {
 		name: "crd mode",
 		write: func(t *testing.T, limiter flowcontrol.RateLimiter) {
-			clients, err := NewHorizontalAutoscalerClients(&rest.Config{Host: srv.URL, RateLimiter: limiter}, 1)
+			clients, err := NewHorizontalAutoscalerClients(&rest.Config{Host: srv.URL, RateLimiter: limiter}, 1, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +132,7 @@ func TestStatusWriteThrottle(t *testing.T) {
 			}
 		},
 		upstream: func(t *testing.T, limiter flowcontrol.RateLimiter) error {
-			clients, err := NewHorizontalAutoscalerClients(&rest.Config{Host: srv.URL, RateLimiter: limiter}, 1)
+			clients, err := NewHorizontalAutoscalerClients(&rest.Config{Host: srv.URL, RateLimiter: limiter}, 1, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

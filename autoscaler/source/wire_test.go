@@ -134,7 +134,7 @@ func decodeWatch(t testing.TB, ns runtime.NegotiatedSerializer, stream []byte) [
 func TestHAJSONDecodesAsCodecFactory(t *testing.T) {
 	stream := watchStream(t, 5)
 	want := decodeWatch(t, serializer.NewCodecFactory(haScheme).WithoutConversion(), stream)
-	got := decodeWatch(t, newHAJSON(), stream)
+	got := decodeWatch(t, newHAJSON(nil), stream)
 	if len(got) != 6 || len(want) != 6 {
 		t.Fatalf("decoded %d and %d events, want 6", len(got), len(want))
 	}
@@ -189,9 +189,10 @@ func BenchmarkWatchDecode(b *testing.B) {
 		ns   runtime.NegotiatedSerializer
 	}{
 		{"codecfactory", serializer.NewCodecFactory(haScheme).WithoutConversion()},
-		{"hajson-jsonframer", withFramer(keepingManagedFields(newHAJSON()), kjson.Framer)},
-		{"hajson-managedfields", keepingManagedFields(newHAJSON())},
-		{"hajson", newHAJSON()},
+		{"hajson-jsonframer", withFramer(keepingManagedFields(newHAJSON(nil)), kjson.Framer)},
+		{"hajson-managedfields", keepingManagedFields(newHAJSON(nil))},
+		{"hajson", newHAJSON(nil)},
+		{"hajson-deferred", newHAJSON(deferAll)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(stream)))
@@ -207,8 +208,19 @@ func BenchmarkWatchDecode(b *testing.B) {
 
 // TestCRDSourceWatch runs CRDSource's informer against a server speaking
 // the apiserver's wire format: the listed object and a watched
-// modification arrive decoded, without their managed fields.
+// modification arrive decoded, without their managed fields; with the
+// watch deferring, the modification is kept as a deferredHA (the informer
+// takes it) and reads the same.
 func TestCRDSourceWatch(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deferred Deferred
+	}{{"decoded at once", nil}, {"deferred", deferAll}} {
+		t.Run(tc.name, func(t *testing.T) { testCRDSourceWatch(t, tc.deferred) })
+	}
+}
+
+func testCRDSourceWatch(t *testing.T, deferred Deferred) {
 	listed, modified := wireHA(1), wireHA(1)
 	listed.ResourceVersion, modified.ResourceVersion = "10", "11"
 	modified.Status.DesiredReplicas = 7
@@ -235,7 +247,7 @@ func TestCRDSourceWatch(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
-	clients, err := NewHorizontalAutoscalerClients(&rest.Config{Host: srv.URL}, 1)
+	clients, err := NewHorizontalAutoscalerClients(&rest.Config{Host: srv.URL}, 1, deferred)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,12 +258,19 @@ func TestCRDSourceWatch(t *testing.T) {
 	key := modified.Namespace + "/" + modified.Name
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		obj, ok, err := source.Informer().GetIndexer().GetByKey(key)
-		return ok && err == nil && obj.(*v1alpha1.HorizontalAutoscaler).ResourceVersion == "11", nil
+		return ok && err == nil && obj.(metav1.Object).GetResourceVersion() == "11", nil
 	}); err != nil {
 		t.Fatalf("the watched modification never arrived: %v", err)
 	}
 	obj, _, _ := source.Informer().GetIndexer().GetByKey(key)
-	got := obj.(*v1alpha1.HorizontalAutoscaler)
+	if _, isDeferred := obj.(*deferredHA); isDeferred != (deferred != nil) {
+		t.Errorf("the informer holds a %T", obj)
+	}
+	o, err := source.Get(modified.Namespace, modified.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := o.Runtime().(*v1alpha1.HorizontalAutoscaler)
 	if got.ManagedFields != nil {
 		t.Errorf("managed fields kept in the cache: %v", got.ManagedFields)
 	}

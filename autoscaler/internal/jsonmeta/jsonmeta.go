@@ -17,7 +17,6 @@ package jsonmeta
 import (
 	"bytes"
 	encjson "encoding/json"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
@@ -45,19 +44,19 @@ func (MetaFactory) Interpret(data []byte) (*schema.GroupVersionKind, error) {
 // object, the last of each when repeated, as encoding/json does. ok is
 // false where it cannot be sure to agree with encoding/json.
 func sniff(data []byte) (apiVersion, kind string, ok bool) {
-	_, ok = members(data, func(key string, value []byte) bool {
+	_, ok = members(data, func(key, value []byte) bool {
 		switch {
-		case key == "apiVersion" || key == "kind":
+		case string(key) == "apiVersion" || string(key) == "kind":
 			v, plain := plainString(value)
 			if !plain {
 				return false
 			}
-			if key == "kind" {
+			if string(key) == "kind" {
 				kind = v
 			} else {
 				apiVersion = v
 			}
-		case strings.EqualFold(key, "apiVersion") || strings.EqualFold(key, "kind"):
+		case bytes.EqualFold(key, []byte("apiVersion")) || bytes.EqualFold(key, []byte("kind")):
 			// encoding/json matches field names case-insensitively.
 			return false
 		}
@@ -70,18 +69,20 @@ func sniff(data []byte) (apiVersion, kind string, ok bool) {
 }
 
 // members walks the top-level members of the JSON object in data, in
-// order, calling visit with each key (which must be plain: see str) and
+// order, calling visit with each key (which must be plain: see plainBytes) and
 // the bytes of its value, found without validating them. It returns the
 // index after the object, and false where data is not such an object or
 // visit returns false.
-func members(data []byte, visit func(key string, value []byte) bool) (end int, ok bool) {
+func members(data []byte, visit func(key, value []byte) bool) (end int, ok bool) {
 	return memberSpans(data, func(m member) bool { return visit(m.key, data[m.value:m.end]) })
 }
 
 // member is where one member of an object is: its key starts at start
-// (the opening quote), its value at value, and the value ends at end.
+// (the opening quote), its value at value, and the value ends at end. key
+// is the key's bytes in data (no copy: a string per key was half the
+// allocations of decoding a watch event).
 type member struct {
-	key               string
+	key               []byte
 	start, value, end int
 }
 
@@ -97,7 +98,7 @@ func memberSpans(data []byte, visit func(member) bool) (end int, ok bool) {
 	}
 	for {
 		keyStart := i
-		key, next, plain := str(data, i)
+		key, next, plain := plainBytes(data, i)
 		if !plain {
 			return 0, false
 		}
@@ -160,13 +161,65 @@ func WithoutManagedFields(obj []byte) (out []byte, ok bool) {
 	return append(out, obj[to:]...), true
 }
 
+// Head is what a decoder may want to know of a JSON object before
+// decoding it: its kind, and where its metadata is.
+type Head struct {
+	APIVersion, Kind string
+	// Metadata is the metadata member's value (not validated), Namespace
+	// ("" when missing) and Name the strings in it.
+	Metadata        []byte
+	Namespace, Name string
+}
+
+// ReadHead reads the Head of the JSON object obj in one pass over its
+// top-level members, without decoding. ok is false where it cannot be
+// sure to find them as encoding/json would (no object, escapes or
+// non-ASCII in a key on the way or in a value read, a key matching only
+// case-insensitively, a repeated metadata, namespace or name, a value read
+// that is not a string) and where obj has no metadata or name.
+func ReadHead(obj []byte) (h Head, ok bool) {
+	metadata := 0
+	if _, ok := members(obj, func(key, value []byte) bool {
+		switch string(key) {
+		case "apiVersion":
+			h.APIVersion, ok = plainString(value)
+		case "kind":
+			h.Kind, ok = plainString(value)
+		case "metadata":
+			h.Metadata, metadata, ok = value, metadata+1, true
+		default:
+			ok = !bytes.EqualFold(key, []byte("apiVersion")) && !bytes.EqualFold(key, []byte("kind")) && !bytes.EqualFold(key, []byte("metadata"))
+		}
+		return ok
+	}); !ok || metadata != 1 {
+		return Head{}, false
+	}
+	var seen [2]int
+	if _, ok := members(h.Metadata, func(key, value []byte) bool {
+		switch string(key) {
+		case "namespace":
+			h.Namespace, ok = plainString(value)
+			seen[0]++
+		case "name":
+			h.Name, ok = plainString(value)
+			seen[1]++
+		default:
+			ok = !bytes.EqualFold(key, []byte("namespace")) && !bytes.EqualFold(key, []byte("name"))
+		}
+		return ok
+	}); !ok || seen[0] > 1 || seen[1] != 1 {
+		return Head{}, false
+	}
+	return h, true
+}
+
 // onlyMember returns the member key of the JSON object in data; ok is
 // false where data is no such object (see memberSpans), or the key is
 // missing or repeated.
 func onlyMember(data []byte, key string) (m member, ok bool) {
 	found := false
 	if _, ok := memberSpans(data, func(c member) bool {
-		if c.key != key {
+		if string(c.key) != key {
 			return true
 		}
 		m, found = c, !found
@@ -178,10 +231,13 @@ func onlyMember(data []byte, key string) (m member, ok bool) {
 }
 
 // plainString is the value of a JSON string without escapes and of ASCII
-// only (see str) that is all of value.
+// only (see plainBytes) that is all of value.
 func plainString(value []byte) (string, bool) {
-	s, next, plain := str(value, 0)
-	return s, plain && next == len(value)
+	s, next, plain := plainBytes(value, 0)
+	if !plain || next != len(value) {
+		return "", false
+	}
+	return string(s), true
 }
 
 // space returns the index of the first byte from i on that is not JSON
@@ -196,21 +252,22 @@ func space(data []byte, i int) int {
 // isSpace reports whether c is JSON white space.
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// str reads a JSON string at i that has no escapes and only ASCII, and
-// returns it and the index after it; plain is false otherwise.
-func str(data []byte, i int) (s string, next int, plain bool) {
+// plainBytes reads a JSON string at i that has no escapes and only ASCII,
+// and returns its bytes in data and the index after it; plain is false
+// otherwise.
+func plainBytes(data []byte, i int) (s []byte, next int, plain bool) {
 	if i >= len(data) || data[i] != '"' {
-		return "", 0, false
+		return nil, 0, false
 	}
 	for j := i + 1; j < len(data); j++ {
 		switch c := data[j]; {
 		case c == '"':
-			return string(data[i+1 : j]), j + 1, true
+			return data[i+1 : j], j + 1, true
 		case c == '\\' || c < 0x20 || c >= 0x80:
-			return "", 0, false
+			return nil, 0, false
 		}
 	}
-	return "", 0, false
+	return nil, 0, false
 }
 
 // skip returns the index after the JSON value at i, or -1 where the
@@ -280,8 +337,8 @@ func skipString(data []byte, i int) int {
 // stream is accepted exactly when encoding/json would accept it.
 func Event(data []byte) (typ string, object []byte, ok bool) {
 	var replaced []byte // an earlier "object", which no decoder will read
-	end, ok := members(data, func(key string, value []byte) bool {
-		switch key {
+	end, ok := members(data, func(key, value []byte) bool {
+		switch string(key) {
 		case "type":
 			v, plain := plainString(value)
 			if !plain {

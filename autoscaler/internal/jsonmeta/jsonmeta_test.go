@@ -246,3 +246,37 @@ func FuzzWithoutManagedFields(f *testing.F) {
 		}
 	})
 }
+
+func TestReadHead(t *testing.T) {
+	const av = `"apiVersion":"g/v","kind":"K",`
+	tests := []struct {
+		desc, doc string
+		want      Head
+		ok        bool
+	}{
+		{"as the apiserver writes it", `{` + av + `"metadata":{"name":"a","namespace":"ns","uid":"u"},"spec":{"name":"b"}}`,
+			Head{"g/v", "K", []byte(`{"name":"a","namespace":"ns","uid":"u"}`), "ns", "a"}, true},
+		{"spaces, metadata first", `{ "metadata" : { "namespace" : "ns" , "name" : "a" } , "kind":"K", "spec":{}}`,
+			Head{"", "K", []byte(`{ "namespace" : "ns" , "name" : "a" }`), "ns", "a"}, true},
+		{"the last kind wins", `{"kind":"J","metadata":{"name":"a"},"kind":"K"}`, Head{"", "K", []byte(`{"name":"a"}`), "", "a"}, true},
+		{"no name", `{` + av + `"metadata":{"namespace":"ns"}}`, Head{}, false},
+		{"no metadata", `{` + av + `"spec":{}}`, Head{}, false},
+		{"metadata not an object", `{"metadata":["name"]}`, Head{}, false},
+		{"a repeated metadata", `{"metadata":{"name":"a"},"metadata":{"name":"b"}}`, Head{}, false},
+		{"a repeated name", `{"metadata":{"name":"a","name":"b"}}`, Head{}, false},
+		{"a name that is no string", `{"metadata":{"name":1}}`, Head{}, false},
+		{"an escaped name", `{"metadata":{"name":"\u0061"}}`, Head{}, false},
+		{"a kind that is no string", `{"kind":1,"metadata":{"name":"a"}}`, Head{}, false},
+		{"a key matching only in case", `{"metadata":{"name":"a","Namespace":"ns"}}`, Head{}, false},
+		{"a top-level key matching only in case", `{"Kind":"K","metadata":{"name":"a"}}`, Head{}, false},
+		{"no object", `["metadata"]`, Head{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			got, ok := ReadHead([]byte(tc.doc))
+			if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v %v, want %+v %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}

@@ -40,7 +40,8 @@
 // times; Tidal's default is 100), TIDAL_BENCH_PHASES ("tidal,kcm"; also
 // "baseline": TIDAL_BENCH_BASELINE, another tidal binary, run the same
 // way, for before/after ratios from one run, and "baseline-native", the
-// same in native mode; "tidal-sharded";
+// same in native mode, and "baseline-sharded", the same sharded;
+// "tidal-sharded";
 // "tidal-native": `tidal autoscaler --mode=native` on autoscaling/v2 HPAs,
 // kcm's own objects, with kcm's HPA controller stopped for the phase; a
 // phase named twice reports its mean, so "tidal,baseline,baseline,tidal"
@@ -249,15 +250,18 @@ func BenchmarkReconcileFleet(b *testing.B) {
 			// kcm's own objects, autoscaling/v2 HPAs (protobuf, no
 			// schema), with kcm's HPA controller stopped.
 			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: hpaFleet(admin), native: true})
-		case "baseline", "baseline-native":
+		case "baseline", "baseline-native", "baseline-sharded":
 			base := os.Getenv("TIDAL_BENCH_BASELINE")
 			if base == "" {
 				err = fmt.Errorf("phase %s needs TIDAL_BENCH_BASELINE, a tidal binary", phase)
 				break
 			}
 			ph := tidalPhase{objects: has}
-			if phase == "baseline-native" {
+			switch phase {
+			case "baseline-native":
 				ph = tidalPhase{objects: hpaFleet(admin), native: true}
+			case "baseline-sharded":
+				ph.shards = cfg.shards
 			}
 			r, err = runTidal(ctx, b, h, base, cfg, targets, auditLog, ph)
 		case "kcm":
@@ -314,6 +318,9 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	}
 	if t, base := results["tidal-native"], results["baseline-native"]; t.cpuPerPeriod > 0 && base.cpuPerPeriod > 0 {
 		b.ReportMetric(t.cpuPerPeriod/base.cpuPerPeriod, "native-cpu-ratio-to-baseline")
+	}
+	if t, base := results["tidal-sharded"], results["baseline-sharded"]; t.cpuPerPeriod > 0 && base.cpuPerPeriod > 0 {
+		b.ReportMetric(t.cpuPerReplica()/base.cpuPerReplica(), "sharded-cpu-per-replica-ratio-to-baseline")
 	}
 	if t, k := results["tidal-native"], results["kcm"]; t.reconcilesPerPeriod > 0 && k.reconcilesPerPeriod > 0 {
 		b.ReportMetric(t.reconcilesPerPeriod/k.reconcilesPerPeriod, "native-reconciles-ratio")
