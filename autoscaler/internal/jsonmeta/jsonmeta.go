@@ -177,37 +177,43 @@ type Head struct {
 // non-ASCII in a key on the way or in a value read, a key matching only
 // case-insensitively, a repeated metadata, namespace or name, a value read
 // that is not a string) and where obj has no metadata or name.
-func ReadHead(obj []byte) (h Head, ok bool) {
+func ReadHead(obj []byte) (Head, bool) {
+	var h Head
 	metadata := 0
-	if _, ok := members(obj, func(key, value []byte) bool {
+	_, ok := members(obj, func(key, value []byte) bool {
+		plain := true
 		switch string(key) {
 		case "apiVersion":
-			h.APIVersion, ok = plainString(value)
+			h.APIVersion, plain = plainString(value)
 		case "kind":
-			h.Kind, ok = plainString(value)
+			h.Kind, plain = plainString(value)
 		case "metadata":
-			h.Metadata, metadata, ok = value, metadata+1, true
+			h.Metadata = value
+			metadata++
 		default:
-			ok = !bytes.EqualFold(key, []byte("apiVersion")) && !bytes.EqualFold(key, []byte("kind")) && !bytes.EqualFold(key, []byte("metadata"))
+			return !bytes.EqualFold(key, []byte("apiVersion")) && !bytes.EqualFold(key, []byte("kind")) && !bytes.EqualFold(key, []byte("metadata"))
 		}
-		return ok
-	}); !ok || metadata != 1 {
+		return plain
+	})
+	if !ok || metadata != 1 {
 		return Head{}, false
 	}
-	var seen [2]int
-	if _, ok := members(h.Metadata, func(key, value []byte) bool {
+	var namespaces, names int
+	_, ok = members(h.Metadata, func(key, value []byte) bool {
+		plain := true
 		switch string(key) {
 		case "namespace":
-			h.Namespace, ok = plainString(value)
-			seen[0]++
+			h.Namespace, plain = plainString(value)
+			namespaces++
 		case "name":
-			h.Name, ok = plainString(value)
-			seen[1]++
+			h.Name, plain = plainString(value)
+			names++
 		default:
-			ok = !bytes.EqualFold(key, []byte("namespace")) && !bytes.EqualFold(key, []byte("name"))
+			return !bytes.EqualFold(key, []byte("namespace")) && !bytes.EqualFold(key, []byte("name"))
 		}
-		return ok
-	}); !ok || seen[0] > 1 || seen[1] != 1 {
+		return plain
+	})
+	if !ok || namespaces > 1 || names != 1 {
 		return Head{}, false
 	}
 	return h, true
