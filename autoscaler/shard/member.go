@@ -78,6 +78,12 @@ type Member struct {
 	read      time.Time // the last successful read of the group
 	last      View      // as of the last step, for OnChange
 	listeners []func()
+	// cached is the view of [from, until): it changes only when the
+	// records or this member's times do, or when time passes one of their
+	// thresholds, and Owns is asked on every watch event and reconcile
+	// (a view made each time cost 0.8 µs and three allocations).
+	cached      View
+	from, until time.Time
 }
 
 // New returns a member; Run makes it one.
@@ -100,7 +106,8 @@ func (m *Member) OnChange(f func()) {
 	m.mu.Unlock()
 }
 
-// View is what this member knows now.
+// View is what this member knows now. Its Members are shared: callers
+// must not modify them.
 func (m *Member) View() View {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -110,13 +117,46 @@ func (m *Member) View() View {
 // Owns reports whether this member reconciles key now.
 func (m *Member) Owns(key string) bool { return m.View().Owns(key) }
 
+// viewAt returns the view at now, from the cache when now is in its span;
+// m.mu is held.
 func (m *Member) viewAt(now time.Time) View {
-	v := View{Members: Members(m.records, now), Self: m.cfg.Identity}
-	settle := m.cfg.Settle()
-	v.Active = !m.renewed.IsZero() && now.Sub(m.renewed) < m.cfg.RenewDeadline &&
-		!m.acquired.IsZero() && now.Sub(m.acquired) >= settle &&
-		!m.read.IsZero() && now.Sub(m.read) < settle
-	return v
+	if !now.Before(m.from) && now.Before(m.until) {
+		return m.cached
+	}
+	m.cached, m.until = viewOf(m.records, m.cfg.Identity, m.renewed, m.acquired, m.read, m.cfg.RenewDeadline, m.cfg.Settle(), now)
+	m.from = now
+	return m.cached
+}
+
+// forget drops the cached view; m.mu is held by the caller, which has
+// just changed the records or this member's times.
+func (m *Member) forget() { m.from, m.until = time.Time{}, time.Time{} }
+
+// viewOf is the view at now of the member self that last renewed its
+// Lease at renewed, joined at acquired and read the group's records at
+// read, and until when it holds: the first of the times after now where
+// a record expires or one of the conditions of Active changes (each holds
+// from now until its threshold, or from its threshold on).
+func viewOf(records []Record, self string, renewed, acquired, read time.Time, renewDeadline, settle time.Duration, now time.Time) (View, time.Time) {
+	v := View{Members: Members(records, now), Self: self}
+	v.Active = !renewed.IsZero() && now.Sub(renewed) < renewDeadline &&
+		!acquired.IsZero() && now.Sub(acquired) >= settle &&
+		!read.IsZero() && now.Sub(read) < settle
+	until := now.Add(24 * time.Hour) // a view is made again at least daily
+	next := func(t time.Time) {
+		if t.After(now) && t.Before(until) {
+			until = t
+		}
+	}
+	for _, r := range records {
+		if r.Live(now) {
+			next(r.Renewed.Add(r.Duration))
+		}
+	}
+	for _, t := range [...]time.Time{renewed.Add(renewDeadline), acquired.Add(settle), read.Add(settle)} {
+		next(t)
+	}
+	return v, until
 }
 
 // Run renews this member's Lease and reads the group's every retry
@@ -210,6 +250,7 @@ func (m *Member) renew(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	m.renewed, m.acquired = now, l.Spec.AcquireTime.Time
+	m.forget()
 	m.mu.Unlock()
 	return nil
 }
@@ -237,6 +278,7 @@ func (m *Member) readGroup(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	m.records, m.read = records, now
+	m.forget()
 	m.mu.Unlock()
 	return nil
 }
@@ -246,6 +288,7 @@ func (m *Member) readGroup(ctx context.Context) error {
 func (m *Member) Release(ctx context.Context) error {
 	m.mu.Lock()
 	m.renewed, m.acquired = time.Time{}, time.Time{}
+	m.forget()
 	m.mu.Unlock()
 	err := m.cfg.Leases.Leases(m.cfg.Namespace).Delete(ctx, m.name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -22,13 +23,13 @@ const (
 
 // group is members sharing one fake API server and one fake clock.
 type group struct {
-	t       *testing.T
+	t       testing.TB
 	client  *fake.Clientset
 	clock   *clocktesting.FakeClock
 	members map[string]*Member
 }
 
-func newGroup(t *testing.T) *group {
+func newGroup(t testing.TB) *group {
 	return &group{t: t, client: fake.NewClientset(), clock: clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0)), members: map[string]*Member{}}
 }
 
@@ -213,3 +214,86 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func metav1ListAll() metav1.ListOptions { return metav1.ListOptions{} }
+
+// TestViewHoldsUntilItsEnd checks the span viewOf gives a view: at every
+// time in it (and just before its end) the view made afresh is the same,
+// for random records and member times around now, and at its end a
+// threshold has been crossed.
+func TestViewHoldsUntilItsEnd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	now := time.Unix(1_700_000_000, 0)
+	at := func() time.Time {
+		if rng.IntN(8) == 0 {
+			return time.Time{}
+		}
+		return now.Add(time.Duration(rng.IntN(40_000)-30_000) * time.Millisecond)
+	}
+	settle := 2 * retry
+	for i := range 2000 {
+		var records []Record
+		for j := range rng.IntN(4) {
+			records = append(records, Record{Holder: fmt.Sprintf("m%d", j), Renewed: at(), Duration: lease})
+		}
+		renewed, acquired, read := at(), at(), at()
+		v, until := viewOf(records, "m0", renewed, acquired, read, renew, settle, now)
+		if !until.After(now) {
+			t.Fatalf("case %d: the view ends at %s, not after now", i, until.Sub(now))
+		}
+		for _, d := range []time.Duration{0, until.Sub(now) / 2, until.Sub(now) - time.Nanosecond} {
+			if w, _ := viewOf(records, "m0", renewed, acquired, read, renew, settle, now.Add(d)); !w.Equal(v) {
+				t.Fatalf("case %d: view %+v at now, %+v %s later, before its end (%s)", i, v, w, d, until.Sub(now))
+			}
+		}
+	}
+}
+
+// TestOwnsFollowsTheClock: a member's cached view ends when the clock
+// passes a threshold, without a Step: a member whose Lease expires is
+// gone for the others at once.
+func TestOwnsFollowsTheClock(t *testing.T) {
+	g := newGroup(t)
+	g.join("a")
+	g.join("b")
+	g.step()
+	g.clock.Step(settleTime())
+	g.step()
+	if c := g.owners("both active"); c["a"] == 0 || c["b"] == 0 {
+		t.Fatalf("both members should own keys: %v", c)
+	}
+	// b stops renewing; a reads the group every period, the last time
+	// 1 s before b's Lease expires.
+	for range 7 {
+		g.clock.Step(retry)
+		g.step("a")
+	}
+	if c := g.owners("b about to expire"); c["a"] == 300 {
+		t.Fatalf("b's Lease is still live: a should not own every key: %v", c)
+	}
+	g.clock.Step(time.Second)
+	if c := g.owners("b expired"); c["a"] != 300 {
+		t.Fatalf("a should own every key once b's Lease expired: %v", c)
+	}
+	// a's own renewal deadline passes without a Step: it owns nothing.
+	g.clock.Step(renew)
+	if c := g.owners("a overdue"); c["a"] != 0 {
+		t.Fatalf("a should own nothing past its renew deadline: %v", c)
+	}
+}
+
+func settleTime() time.Duration { return 2 * retry }
+
+func BenchmarkMemberOwns(b *testing.B) {
+	g := newGroup(b)
+	for _, id := range []string{"tidal-autoscaler-0", "tidal-autoscaler-1", "tidal-autoscaler-2"} {
+		g.join(id)
+	}
+	g.step()
+	g.clock.Step(2 * retry)
+	g.step()
+	m := g.members["tidal-autoscaler-0"]
+	ks := keys(1000)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		m.Owns(ks[i%len(ks)])
+	}
+}
