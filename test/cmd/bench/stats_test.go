@@ -211,3 +211,64 @@ func TestShardedPerObjectNote(t *testing.T) {
 		t.Errorf("notes = %q, want one %q", notes, want)
 	}
 }
+
+// TestShardedGoalIsPerObject: the sharded row judges CPU per object
+// reconciled, each round's own, so that replicas reconciling more than one
+// replica (the single replica held at its client's QPS limit) are not
+// read as costing more, nor replicas reconciling less as costing less.
+func TestShardedGoalIsPerObject(t *testing.T) {
+	r := shardedRow(sizes{shards: 3, fleet10k: 10000, fleetPods: 5})
+	type fig struct {
+		round                 int
+		cpu, reconciles       float64
+		oneCPU, oneReconciles float64
+	}
+	for _, tc := range []struct {
+		name      string
+		rounds    []fig
+		wantRatio float64
+		want      verdict
+	}{
+		// The run of 2026-11-29 20:38 UTC: CPU per replica 0.528 of one
+		// replica's (ratio of medians), but the replicas reconciled 1.2
+		// times as many objects: one replica was held at its client's
+		// QPS limit, the replicas by the machine.
+		{"the replicas reconcile more: met per object", []fig{{1, 3.46, 3635, 2.36, 3523}, {2, 3.79, 4410.333, 2.1833, 3017.333}, {3, 3.34, 3692.667, 2.14, 3030}}, 1.281, met},
+		// 2026-11-27's run: CPU per replica 0.357 of one replica's, but
+		// the replicas reconciled half as much.
+		{"the replicas reconcile less: missed per object", []fig{{1, 5.08, 1667, 4.74, 3070}}, 1.974, notMet},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ss []samples.Sample
+			add := func(round int, side, metric string, v float64) {
+				ss = append(ss, samples.Sample{Row: "fleet", Side: side, Round: round, Metric: metric, Value: v})
+			}
+			for _, f := range tc.rounds {
+				add(f.round, sharded, "cpu-per-period", f.cpu)
+				add(f.round, sharded, "reconciles-per-period", f.reconciles)
+				add(f.round, tidal, "cpu-per-period", f.oneCPU)
+				add(f.round, tidal, "reconciles-per-period", f.oneReconciles)
+			}
+			got := r.eval(data{samples: map[string][]samples.Sample{r.id: ss}}).Goals[0]
+			if math.Abs(got.Ratio-tc.wantRatio) > 0.001 || got.Verdict != tc.want {
+				t.Errorf("goal %q: ratio %.4f, %s; want %.3f, %s", got.Goal, got.Ratio, got.Verdict, tc.wantRatio, tc.want)
+			}
+		})
+	}
+}
+
+// TestValuesPer: a figure per another pairs them by round, and leaves out
+// a round without the divisor.
+func TestValuesPer(t *testing.T) {
+	s := func(round int, metric string, v float64) samples.Sample {
+		return samples.Sample{Row: "fleet", Side: tidal, Round: round, Metric: metric, Value: v}
+	}
+	d := data{samples: map[string][]samples.Sample{"j": {
+		s(1, "cpu", 2), s(2, "cpu", 3), s(3, "cpu", 4),
+		s(3, "objects", 8), s(1, "objects", 4),
+	}}}
+	got := d.values(ref{job: "j", row: "fleet", side: tidal, metric: "cpu", per: "objects", scale: 1000})
+	if want := []float64{500, 500}; !slices.Equal(got, want) {
+		t.Errorf("values = %v, want %v", got, want)
+	}
+}
