@@ -21,6 +21,9 @@ const (
 	lease = 15 * time.Second
 )
 
+// settle is how long a member that joined waits before it reconciles.
+var settle = Config{RetryPeriod: retry}.Settle()
+
 // group is members sharing one fake API server and one fake clock.
 type group struct {
 	t       testing.TB
@@ -88,7 +91,7 @@ func TestMembersSplitJoinAndLeave(t *testing.T) {
 	if c := g.owners("just joined"); len(c) != 0 {
 		t.Fatalf("members reconcile before they settled: %v", c)
 	}
-	g.clock.Step(2 * retry)
+	g.clock.Step(settle)
 	g.step()
 	if c := g.owners("settled"); c["a"]+c["b"] != 300 || c["a"] < 100 || c["b"] < 100 {
 		t.Fatalf("two settled members own %v of 300 keys, want all, split", c)
@@ -126,7 +129,7 @@ func TestDeadMemberShareMovesAfterItsLease(t *testing.T) {
 	g.join("a")
 	g.join("b")
 	g.step()
-	g.clock.Step(2 * retry)
+	g.clock.Step(settle)
 	g.step()
 	before := g.owners("settled")
 	// b dies: it renews no more. It stops owning at its renew deadline,
@@ -152,7 +155,7 @@ func TestRenewalOverdueIsLost(t *testing.T) {
 	g := newGroup(t)
 	m := g.join("a")
 	g.step()
-	g.clock.Step(2 * retry)
+	g.clock.Step(settle)
 	g.step()
 	if !m.View().Active {
 		t.Fatal("not active after settling")
@@ -228,7 +231,6 @@ func TestViewHoldsUntilItsEnd(t *testing.T) {
 		}
 		return now.Add(time.Duration(rng.IntN(40_000)-30_000) * time.Millisecond)
 	}
-	settle := 2 * retry
 	for i := range 2000 {
 		var records []Record
 		for j := range rng.IntN(4) {
@@ -255,7 +257,7 @@ func TestOwnsFollowsTheClock(t *testing.T) {
 	g.join("a")
 	g.join("b")
 	g.step()
-	g.clock.Step(settleTime())
+	g.clock.Step(settle)
 	g.step()
 	if c := g.owners("both active"); c["a"] == 0 || c["b"] == 0 {
 		t.Fatalf("both members should own keys: %v", c)
@@ -280,15 +282,13 @@ func TestOwnsFollowsTheClock(t *testing.T) {
 	}
 }
 
-func settleTime() time.Duration { return 2 * retry }
-
 func BenchmarkMemberOwns(b *testing.B) {
 	g := newGroup(b)
 	for _, id := range []string{"tidal-autoscaler-0", "tidal-autoscaler-1", "tidal-autoscaler-2"} {
 		g.join(id)
 	}
 	g.step()
-	g.clock.Step(2 * retry)
+	g.clock.Step(settle)
 	g.step()
 	m := g.members["tidal-autoscaler-0"]
 	ks := keys(1000)
