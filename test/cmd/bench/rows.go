@@ -109,13 +109,21 @@ func (d data) values(x ref) []float64 {
 	return out
 }
 
+// unit is x's unit, a quotient (e.g. "CPU-s / objects") when per is set.
 func (d data) unit(x ref) string {
-	for _, s := range d.samples[x.job] {
-		if s.Row == x.row && s.Side == x.side && s.Metric == x.metric {
-			return s.Unit
+	of := func(metric string) string {
+		for _, s := range d.samples[x.job] {
+			if s.Row == x.row && s.Side == x.side && s.Metric == metric {
+				return s.Unit
+			}
 		}
+		return ""
 	}
-	return ""
+	u := of(x.metric)
+	if x.per == "" || u == "" {
+		return u
+	}
+	return u + " / " + of(x.per)
 }
 
 // cell is one figure's rounds.
@@ -238,18 +246,45 @@ func rows(p plan) []row {
 	out = append(out, small, large)
 
 	fleetAt := func(j, side, metric string) ref { return ref{job: j, row: "fleet", side: side, metric: metric} }
+	// The 1k row's goals are judged per object reconciled, each round's
+	// own: at 1k both controllers should visit every object every period,
+	// but kcm falls behind in some rounds (914 to 1,000 objects a
+	// period), and per period its missing objects would count as savings.
+	// When both reconcile every object the two readings are the same.
+	moving := "fleet-1k-moving"
+	perObject := func(side, metric string) ref {
+		r := fleetAt(moving, side, metric)
+		r.per = "reconciles-per-period"
+		r.label = strings.TrimSuffix(metric, "-period") + "-object"
+		return r
+	}
+	sides1k := []string{tidal, bounded, native, kcm}
 	var moving1k []ref
 	for _, m := range []string{"cpu-per-period", "requests-per-period", "reconciles-per-period", "longest-visit-gap", "machine-cpu-per-period"} {
-		moving1k = append(moving1k, fleetAt("fleet-1k-moving", tidal, m), fleetAt("fleet-1k-moving", bounded, m), fleetAt("fleet-1k-moving", native, m), fleetAt("fleet-1k-moving", kcm, m))
+		for _, side := range sides1k {
+			moving1k = append(moving1k, fleetAt(moving, side, m))
+		}
+	}
+	for _, m := range []string{"cpu-per-period", "requests-per-period"} {
+		for _, side := range sides1k {
+			moving1k = append(moving1k, perObject(side, m))
+		}
 	}
 	out = append(out, row{
 		id: "fleet-1k", title: fmt.Sprintf("%s autoscalers x %d pods, %s sync, usage moving", count(sz.fleet1k), sz.fleetPods, sz.syncPeriod),
 		cells: moving1k,
 		goals: []goal{
-			{text: "CPU per period <= 0.2 of kcm's", num: fleetAt("fleet-1k-moving", tidal, "cpu-per-period"), den: fleetAt("fleet-1k-moving", kcm, "cpu-per-period"), op: atMost, bound: 0.2},
-			{text: "API requests per period <= 0.33 of kcm's", num: fleetAt("fleet-1k-moving", tidal, "requests-per-period"), den: fleetAt("fleet-1k-moving", kcm, "requests-per-period"), op: atMost, bound: 0.33},
-			{text: "with --status-metrics-min-interval=60s: CPU per period <= 0.2 of kcm's", num: fleetAt("fleet-1k-moving", bounded, "cpu-per-period"), den: fleetAt("fleet-1k-moving", kcm, "cpu-per-period"), op: atMost, bound: 0.2},
-			{text: "in native mode (kcm's own objects, autoscaling/v2 HPAs): CPU per period <= 0.2 of kcm's", num: fleetAt("fleet-1k-moving", native, "cpu-per-period"), den: fleetAt("fleet-1k-moving", kcm, "cpu-per-period"), op: atMost, bound: 0.2},
+			{text: "CPU per object reconciled <= 0.2 of kcm's", num: perObject(tidal, "cpu-per-period"), den: perObject(kcm, "cpu-per-period"), op: atMost, bound: 0.2},
+			{text: "API requests per object reconciled <= 0.33 of kcm's", num: perObject(tidal, "requests-per-period"), den: perObject(kcm, "requests-per-period"), op: atMost, bound: 0.33},
+			{text: "with --status-metrics-min-interval=60s: CPU per object reconciled <= 0.2 of kcm's", num: perObject(bounded, "cpu-per-period"), den: perObject(kcm, "cpu-per-period"), op: atMost, bound: 0.2},
+			{text: "in native mode (kcm's own objects, autoscaling/v2 HPAs): CPU per object reconciled <= 0.2 of kcm's", num: perObject(native, "cpu-per-period"), den: perObject(kcm, "cpu-per-period"), op: atMost, bound: 0.2},
+		},
+		notes: func(d data) []string {
+			m := func(side, metric string) float64 { return median(d.values(fleetAt(moving, side, metric))) }
+			per := func(side, metric string) string { return figure(ratio(m(side, metric), m(kcm, metric))) }
+			return []string{fmt.Sprintf("per period (the same as per object when both sides reconcile every object; here tidal %s, kcm %s objects a period): CPU %s of kcm's (bounded %s, native %s), API requests %s",
+				figure(m(tidal, "reconciles-per-period")), figure(m(kcm, "reconciles-per-period")),
+				per(tidal, "cpu-per-period"), per(bounded, "cpu-per-period"), per(native, "cpu-per-period"), per(tidal, "requests-per-period"))}
 		},
 	})
 

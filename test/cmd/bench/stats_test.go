@@ -272,3 +272,57 @@ func TestValuesPer(t *testing.T) {
 		t.Errorf("values = %v, want %v", got, want)
 	}
 }
+
+// TestFleet1kGoalsArePerObject: the 1k row's goals divide each round's
+// CPU and requests by the objects it reconciled, so a round where kcm
+// falls behind does not count its missing objects as Tidal's overhead;
+// when both sides reconcile every object, per object and per period agree.
+func TestFleet1kGoalsArePerObject(t *testing.T) {
+	var r row
+	for _, x := range rows(newPlan(fullSizes(), 3, "", "")) {
+		if x.id == "fleet-1k" {
+			r = x
+		}
+	}
+	type side struct{ cpu, requests, reconciles float64 }
+	for _, tc := range []struct {
+		name          string
+		tidal, kcm    side
+		cpu, requests float64
+		want          [2]verdict
+	}{
+		// The round of 2026-11-29 22:24 UTC: per period 0.202 and 0.337,
+		// both over their goals, because kcm reconciled 916 of 1,000.
+		{"kcm behind: judged on the same work", side{0.48, 885, 1000}, side{2.3767, 2628.33, 916.33}, 0.185, 0.309, [2]verdict{met, met}},
+		{"both reconcile every object: as per period", side{0.7, 918, 1000}, side{2.44, 2845, 1000}, 0.287, 0.323, [2]verdict{notMet, met}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ss []samples.Sample
+			for name, f := range map[string]side{tidal: tc.tidal, kcm: tc.kcm} {
+				for metric, v := range map[string]float64{"cpu-per-period": f.cpu, "requests-per-period": f.requests, "reconciles-per-period": f.reconciles} {
+					ss = append(ss, samples.Sample{Row: "fleet", Side: name, Round: 1, Metric: metric, Value: v})
+				}
+			}
+			got := r.eval(data{samples: map[string][]samples.Sample{"fleet-1k-moving": ss}}).Goals
+			for i, want := range []float64{tc.cpu, tc.requests} {
+				if math.Abs(got[i].Ratio-want) > 0.001 || got[i].Verdict != tc.want[i] {
+					t.Errorf("goal %q: ratio %.4f, %s; want %.3f, %s", got[i].Goal, got[i].Ratio, got[i].Verdict, want, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestUnitPer: a figure per another has the quotient of their units.
+func TestUnitPer(t *testing.T) {
+	d := data{samples: map[string][]samples.Sample{"j": {
+		{Row: "fleet", Side: tidal, Round: 1, Metric: "cpu", Value: 1, Unit: "CPU-s"},
+		{Row: "fleet", Side: tidal, Round: 1, Metric: "objects", Value: 2, Unit: "objects"},
+	}}}
+	if got := d.unit(ref{job: "j", row: "fleet", side: tidal, metric: "cpu", per: "objects"}); got != "CPU-s / objects" {
+		t.Errorf("unit = %q, want %q", got, "CPU-s / objects")
+	}
+	if got := d.unit(ref{job: "j", row: "fleet", side: tidal, metric: "cpu"}); got != "CPU-s" {
+		t.Errorf("unit = %q, want %q", got, "CPU-s")
+	}
+}
