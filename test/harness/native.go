@@ -37,7 +37,14 @@ type NativeAutoscalerOptions struct {
 	// Rules, when set, rewrites the ClusterRole's rules before they are
 	// granted (a test that narrows where the autoscaler may write).
 	Rules func([]rbacv1.PolicyRule) []rbacv1.PolicyRule
+	// Sharding runs it with --sharding and also grants the RBAC of the
+	// sharding component; replicas need distinct Names.
+	Sharding bool
 }
+
+// ShardingComponent is the kustomize component of --sharding, relative to
+// the repository.
+const ShardingComponent = "manifests/components/sharding"
 
 // NativeModeComponent is the kustomize component whose RBAC
 // StartNativeAutoscaler grants, relative to the repository.
@@ -60,7 +67,12 @@ func (h *Harness) StartNativeAutoscaler(ctx context.Context, o NativeAutoscalerO
 	if err := h.EnsureNamespace(ctx, a.Namespace); err != nil {
 		return nil, err
 	}
-	objs, err := h.NativeRBAC(ctx, a.ServiceAccount)
+	var components []string
+	if o.Sharding {
+		components = append(components, ShardingComponent)
+		o.Args = append(o.Args[:len(o.Args):len(o.Args)], "--sharding")
+	}
+	objs, err := h.NativeRBAC(ctx, a.ServiceAccount, components...)
 	if err != nil {
 		return nil, err
 	}
@@ -78,21 +90,25 @@ func (h *Harness) StartNativeAutoscaler(ctx context.Context, o NativeAutoscalerO
 	// A restarted autoscaler waits for its predecessor's Lease to expire:
 	// ready and leading is the Lease acquired since it started.
 	started := time.Now()
-	err = h.runAutoscaler(ctx, a, o.Name, o.Binary, "tidal autoscaler (native) ready and leading", args, func(lease *coordinationv1.Lease) error {
+	leading := func(lease *coordinationv1.Lease) error {
 		if lease.Spec.AcquireTime == nil || lease.Spec.AcquireTime.Time.Before(started.Truncate(time.Second)) {
 			return fmt.Errorf("lease not acquired since the start")
 		}
 		return nil
-	})
+	}
+	if o.Sharding {
+		leading = nil // no leader: every replica runs its controller
+	}
+	err = h.runAutoscaler(ctx, a, o.Name, o.Binary, "tidal autoscaler (native) ready and leading", args, leading)
 	return a, err
 }
 
-// NativeRBAC renders manifests/ with the native-mode component through
-// `kubectl kustomize`, as a user's overlay would, and returns the
-// autoscaler's RBAC objects (label app.kubernetes.io/component=autoscaler)
-// with the name tidal-autoscaler (objects, subjects, the Lease) replaced by
-// serviceAccount.
-func (h *Harness) NativeRBAC(ctx context.Context, serviceAccount string) ([]runtime.Object, error) {
+// NativeRBAC renders manifests/ with the native-mode component and
+// components (e.g. ShardingComponent) through `kubectl kustomize`, as a
+// user's overlay would, and returns the autoscaler's RBAC objects (label
+// app.kubernetes.io/component=autoscaler) with the name tidal-autoscaler
+// (objects, subjects, the Lease) replaced by serviceAccount.
+func (h *Harness) NativeRBAC(ctx context.Context, serviceAccount string, components ...string) ([]runtime.Object, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -106,6 +122,9 @@ func (h *Harness) NativeRBAC(ctx context.Context, serviceAccount string) ([]runt
 	rel := func(p string) string { r, _ := filepath.Rel(dir, filepath.Join(root, p)); return r }
 	k := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\ncomponents:\n- %s\n",
 		rel("manifests"), rel(NativeModeComponent))
+	for _, c := range components {
+		k += "- " + rel(c) + "\n"
+	}
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		return nil, err
 	}

@@ -43,7 +43,9 @@
 // same in native mode, and "baseline-sharded", the same sharded;
 // "tidal-sharded";
 // "tidal-native": `tidal autoscaler --mode=native` on autoscaling/v2 HPAs,
-// kcm's own objects, with kcm's HPA controller stopped for the phase; a
+// kcm's own objects, with kcm's HPA controller stopped for the phase;
+// "tidal-native-sharded" and "baseline-native-sharded": SHARDS replicas
+// of that with --sharding; a
 // phase named twice reports its mean, so "tidal,baseline,baseline,tidal"
 // evens out the order), TIDAL_BENCH_SHARDS (3, the replicas of tidal-sharded),
 // TIDAL_BENCH_USAGE ("moving"; "steady": every pod at 50m throughout, so
@@ -250,7 +252,9 @@ func BenchmarkReconcileFleet(b *testing.B) {
 			// kcm's own objects, autoscaling/v2 HPAs (protobuf, no
 			// schema), with kcm's HPA controller stopped.
 			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: hpaFleet(admin), native: true})
-		case "baseline", "baseline-native", "baseline-sharded":
+		case "tidal-native-sharded":
+			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: hpaFleet(admin), native: true, shards: cfg.shards})
+		case "baseline", "baseline-native", "baseline-sharded", "baseline-native-sharded":
 			base := os.Getenv("TIDAL_BENCH_BASELINE")
 			if base == "" {
 				err = fmt.Errorf("phase %s needs TIDAL_BENCH_BASELINE, a tidal binary", phase)
@@ -262,6 +266,8 @@ func BenchmarkReconcileFleet(b *testing.B) {
 				ph = tidalPhase{objects: hpaFleet(admin), native: true}
 			case "baseline-sharded":
 				ph.shards = cfg.shards
+			case "baseline-native-sharded":
+				ph = tidalPhase{objects: hpaFleet(admin), native: true, shards: cfg.shards}
 			}
 			r, err = runTidal(ctx, b, h, base, cfg, targets, auditLog, ph)
 		case "kcm":
@@ -321,6 +327,9 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	}
 	if t, base := results["tidal-sharded"], results["baseline-sharded"]; t.cpuPerPeriod > 0 && base.cpuPerPeriod > 0 {
 		b.ReportMetric(t.cpuPerReplica()/base.cpuPerReplica(), "sharded-cpu-per-replica-ratio-to-baseline")
+	}
+	if t, base := results["tidal-native-sharded"], results["baseline-native-sharded"]; t.cpuPerPeriod > 0 && base.cpuPerPeriod > 0 {
+		b.ReportMetric(t.cpuPerReplica()/base.cpuPerReplica(), "native-sharded-cpu-per-replica-ratio-to-baseline")
 	}
 	if t, k := results["tidal-native"], results["kcm"]; t.reconcilesPerPeriod > 0 && k.reconcilesPerPeriod > 0 {
 		b.ReportMetric(t.reconcilesPerPeriod/k.reconcilesPerPeriod, "native-reconciles-ratio")
@@ -963,24 +972,31 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 		}()
 		// Its own service account: the crd-mode phases' tidal-autoscaler
 		// ClusterRole has no rights on HPAs, and a second start keeps it.
-		a, err := h.StartNativeAutoscaler(ctx, harness.NativeAutoscalerOptions{Binary: bin, Args: args, ServiceAccount: nativeServiceAccount})
-		if err != nil {
-			return phaseResult{}, err
+		for i := range max(shards, 1) {
+			o := harness.NativeAutoscalerOptions{Binary: bin, Args: args, ServiceAccount: nativeServiceAccount}
+			if shards > 0 {
+				o.Name, o.Sharding = fmt.Sprintf("tidal-native-sharded-%d", i+1), true
+			}
+			a, err := h.StartNativeAutoscaler(ctx, o)
+			if err != nil {
+				return phaseResult{}, err
+			}
+			replicas = append(replicas, a)
 		}
-		replicas = append(replicas, a)
 	} else if shards == 0 {
 		a, err := h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: bin, Args: args})
 		if err != nil {
 			return phaseResult{}, err
 		}
 		replicas = append(replicas, a)
-	}
-	for i := range shards {
-		a, err := h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: bin, Args: args, Name: fmt.Sprintf("tidal-sharded-%d", i+1), Sharding: true})
-		if err != nil {
-			return phaseResult{}, err
+	} else {
+		for i := range shards {
+			a, err := h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: bin, Args: args, Name: fmt.Sprintf("tidal-sharded-%d", i+1), Sharding: true})
+			if err != nil {
+				return phaseResult{}, err
+			}
+			replicas = append(replicas, a)
 		}
-		replicas = append(replicas, a)
 	}
 	a := replicas[0]
 	// /metrics and /debug/pprof/ are on the secure port, authorized by
