@@ -2,6 +2,7 @@ package manifests
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,6 +94,26 @@ func TestKustomizeComponents(t *testing.T) {
 		find(t, objs, "Role", namespace, "tidal-autoscaler-sharding")
 		find(t, objs, "RoleBinding", namespace, "tidal-autoscaler-sharding")
 	})
+	// Native mode sharded: both components patch the autoscaler's
+	// arguments, and the replicas need both Roles (BenchmarkReconcileFleet's
+	// tidal-native-sharded phase runs it so).
+	t.Run("native-mode and sharding", func(t *testing.T) {
+		objs := overlay(t, "native-mode", "sharding")
+		d := typed[appsv1.Deployment](t, find(t, objs, "Deployment", namespace, "tidal-autoscaler"))
+		args := d.Spec.Template.Spec.Containers[0].Args
+		if !slices.Contains(args, "--sharding") || !slices.Contains(args, "--mode=native") || *d.Spec.Replicas != 3 {
+			t.Errorf("autoscaler args %q, replicas %d; want --mode=native, --sharding and 3", args, *d.Spec.Replicas)
+		}
+		find(t, objs, "Role", namespace, "tidal-autoscaler-sharding")
+		role := typed[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "", "tidal-autoscaler"))
+		writesHPAStatus := false
+		for _, r := range role.Rules {
+			writesHPAStatus = writesHPAStatus || (slices.Contains(r.Resources, "horizontalpodautoscalers/status") && slices.Contains(r.Verbs, "update"))
+		}
+		if !writesHPAStatus {
+			t.Errorf("the autoscaler's ClusterRole cannot update horizontalpodautoscalers/status: %+v", role.Rules)
+		}
+	})
 	t.Run("resource-metrics and existing-secret", func(t *testing.T) {
 		ca, err := harness.NewCA("tidal-test-ca")
 		if err != nil {
@@ -118,6 +139,7 @@ func TestKustomizeMatchesChart(t *testing.T) {
 		{[]string{"cert-manager"}, "cert-manager-values.yaml", nil},
 		{[]string{"native-mode", "cert-manager"}, "cert-manager-values.yaml", nil},
 		{[]string{"sharding", "cert-manager"}, "cert-manager-values.yaml", []string{"autoscaler.sharding=true"}},
+		{[]string{"native-mode", "sharding", "cert-manager"}, "cert-manager-values.yaml", []string{"autoscaler.sharding=true"}},
 		{[]string{"resource-metrics", "cert-manager"}, "cert-manager-values.yaml", nil},
 	} {
 		t.Run(strings.Join(tt.components, "+"), func(t *testing.T) {
