@@ -36,7 +36,7 @@ type AutoscalerOptions struct {
 
 // ShardingRBACFile is the sharding component's Role, applied with
 // AutoscalerOptions.Sharding.
-const ShardingRBACFile = "manifests/components/sharding/rbac.yaml"
+const ShardingRBACFile = ShardingComponent + "/rbac.yaml"
 
 // Autoscaler is a running `tidal autoscaler`.
 type Autoscaler struct {
