@@ -43,6 +43,7 @@ type options struct {
 	out      string
 	docs     bool
 	docsOnly string
+	judge    string
 	// log receives progress lines.
 	log io.Writer
 }
@@ -56,6 +57,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "Output folder (default _output/bench/<UTC date-time>).")
 	flag.BoolVar(&o.docs, "docs", false, "Copy the table into docs/performance.md between its marker comments.")
 	flag.StringVar(&o.docsOnly, "docs-only", "", "Copy DIR/table.md (or the newest run's, with \"latest\") into docs/performance.md and exit.")
+	flag.StringVar(&o.judge, "judge", "", "Judge the samples of DIR, a past run's folder, by this commit's rows and goals (-rows selects; default every row whose jobs left samples there), rewrite DIR/table.txt and DIR/table.md, and exit.")
 	flag.Parse()
 	o.log = os.Stderr
 	if *rowsFlag != "all" {
@@ -80,6 +82,11 @@ func mainErr(ctx context.Context, o options) error {
 	}
 	if o.docsOnly != "" {
 		return copyToDocs(root, o.docsOnly)
+	}
+	if o.judge != "" {
+		text, err := judgeAgain(o.judge, o.rows, describeCommit(ctx, root))
+		fmt.Print(text)
+		return err
 	}
 	run, err := runBench(ctx, root, o)
 	if err != nil {
