@@ -154,8 +154,11 @@ func restOfMachine(f sideFigures, machine float64) string {
 // bound names what most likely limited a controller's reconciles per
 // period, from its figures: none when it reconciled every object; its own
 // CPU when it alone used nearly all the cores; its client's QPS limit when
-// its requests reached it; the machine's CPU when all its cores were
-// nearly always busy.
+// its requests reached it (and not far past it: a total well over one
+// client's limit comes from several clients, each with a limit of its own,
+// as kube-controller-manager's scale, metrics and HPA clients, so it says
+// nothing of any one); the machine's CPU when all its cores were nearly
+// always busy.
 func bound(f sideFigures) string {
 	capacity := f.cores * f.periodSeconds
 	control := f.cpu + f.apiserverCPU + f.etcdCPU
@@ -168,7 +171,7 @@ func bound(f sideFigures) string {
 		return "not bound: every object reconciled each period"
 	case f.cpu >= 0.9*capacity:
 		return fmt.Sprintf("its own CPU (%s of %s CPU-s per period)", figure(f.cpu), figure(capacity))
-	case f.qps > 0 && f.requests >= 0.9*f.qps*f.periodSeconds:
+	case f.qps > 0 && f.requests >= 0.9*f.qps*f.periodSeconds && f.requests <= 1.1*f.qps*f.periodSeconds:
 		return fmt.Sprintf("its client's QPS limit (%s requests per period, limit %s)", figure(f.requests), figure(f.qps*f.periodSeconds))
 	case machine >= 0.9*capacity:
 		return fmt.Sprintf("the machine's CPU (%s of %s CPU-s per period busy; it %s, kube-apiserver %s, etcd %s; %s)",

@@ -99,6 +99,10 @@ func TestBound(t *testing.T) {
 		{"all reconciled", 1000, 1000, 29, 0, 0, 30, 0, 0, "not bound"},
 		{"own CPU", 500, 1000, 28, 0, 0, 29, 0, 0, "its own CPU"},
 		{"client QPS", 500, 1000, 5, 5, 1, 20, 2900, 200, "QPS limit"},
+		// kcm at 3k (2026-11-30 00:28 UTC): 7,073 requests a period from
+		// its three clients, each under its own 3,000; the machine full.
+		{"several clients past one's limit, machine busy", 2443, 3000, 8.38, 13.1, 2.34, 29.0, 7073, 200, "the machine's CPU (29.0 of 30.0"},
+		{"several clients past one's limit, machine idle", 500, 1000, 5, 5, 1, 15, 7073, 200, "not determined"},
 		{"machine busy, control plane alone under the line", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "the machine's CPU (28.0 of 30.0"},
 		{"machine busy, the rest not measured (older runs)", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "etcd 1.80; the rest kwok, the metrics server and the harness)"},
 		{"machine not measured, control plane over the line", 500, 1000, 10, 14, 4, 0, 100, 200, "the machine's CPU (with kube-apiserver"},
