@@ -22,6 +22,7 @@ func judgeAgain(dir string, ids []string, commit string) (string, error) {
 		return "", fmt.Errorf("%s is not a run's folder: %w", dir, err)
 	}
 	head, _, _ := strings.Cut(string(table), "\n")
+	head, _, _ = strings.Cut(head, judgedBy) // judged before: the run's own line
 	files, err := filepath.Glob(filepath.Join(dir, "samples", "*.jsonl"))
 	if err != nil {
 		return "", err
@@ -59,7 +60,7 @@ func judgeAgain(dir string, ids []string, commit string) (string, error) {
 		}
 		results = append(results, r.eval(d))
 	}
-	head += "; judged by the goals of commit " + commit
+	head += judgedBy + commit
 	text := renderText(head, results)
 	for name, body := range map[string]string{"table.txt": text, "table.md": renderMarkdown(head, results)} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
@@ -68,6 +69,9 @@ func judgeAgain(dir string, ids []string, commit string) (string, error) {
 	}
 	return text, nil
 }
+
+// judgedBy starts what judgeAgain adds to a run's first line.
+const judgedBy = "; judged by the goals of commit "
 
 // hasAll reports whether d holds samples of every job.
 func hasAll(d data, jobs []string) bool {

@@ -61,6 +61,14 @@ func TestJudgeAgain(t *testing.T) {
 		t.Errorf("table.txt: %v\n%s", err, txt)
 	}
 
+	// Judged again: the run's line names only the last judge.
+	if _, err := judgeAgain(dir, nil, "def5678"); err != nil {
+		t.Fatal(err)
+	}
+	if md, _ := os.ReadFile(filepath.Join(dir, "table.md")); !strings.HasPrefix(string(md), "Run 2026-11-29 22:24 UTC, full sizes, 1 rounds per row; commit 057a252; judged by the goals of commit def5678\n") {
+		t.Errorf("judged twice, table.md begins %q", strings.SplitN(string(md), "\n", 2)[0])
+	}
+
 	// A row named without its samples, and a folder that is no run's.
 	if _, err := judgeAgain(dir, []string{"fleet-3k"}, "abc1234"); err == nil || !strings.Contains(err.Error(), "row fleet-3k") {
 		t.Errorf("judging a row without samples: %v, want an error naming it", err)
