@@ -21,6 +21,15 @@ type ref struct {
 	label                  string // shown instead of metric when set
 }
 
+// perObject is r per object its side reconciled in the same round (a
+// per-period figure over that round's reconciles per period), named so in
+// the table: cpu-per-period becomes cpu-per-object.
+func (r ref) perObject() ref {
+	r.per = "reconciles-per-period"
+	r.label = strings.TrimSuffix(r.metric, "-period") + "-object"
+	return r
+}
+
 func (r ref) name() string {
 	if r.label != "" {
 		return r.label
@@ -252,12 +261,7 @@ func rows(p plan) []row {
 	// period), and per period its missing objects would count as savings.
 	// When both reconcile every object the two readings are the same.
 	moving := "fleet-1k-moving"
-	perObject := func(side, metric string) ref {
-		r := fleetAt(moving, side, metric)
-		r.per = "reconciles-per-period"
-		r.label = strings.TrimSuffix(metric, "-period") + "-object"
-		return r
-	}
+	perObject := func(side, metric string) ref { return fleetAt(moving, side, metric).perObject() }
 	sides1k := []string{tidal, bounded, native, kcm}
 	var moving1k []ref
 	for _, m := range []string{"cpu-per-period", "requests-per-period", "reconciles-per-period", "longest-visit-gap", "machine-cpu-per-period"} {
@@ -435,11 +439,7 @@ func shardedRow(sz sizes) row {
 		at(sharded, "rss-per-replica"), at(tidal, "rss"),
 		at(sharded, "kube-apiserver-cpu-per-period"), at(tidal, "kube-apiserver-cpu-per-period"))
 	limit := shardOverhead / float64(sz.shards)
-	perObject := func(side string) ref {
-		r := at(side, "cpu-per-period")
-		r.per = "reconciles-per-period"
-		return r
-	}
+	perObject := func(side string) ref { return at(side, "cpu-per-period").perObject() }
 	return row{
 		id: id, title: fmt.Sprintf("%d shards at %s autoscalers x %d pods, usage moving, CPU per replica", sz.shards, count(sz.fleet10k), sz.fleetPods),
 		cells: cells,
@@ -473,11 +473,7 @@ func shardedRow(sz sizes) row {
 			// The goal's figures (the medians of each round's CPU per
 			// object), and the whole machine's.
 			single := m(at(tidal, "reconciles-per-period"))
-			machine := func(side string) ref {
-				r := perObject(side)
-				r.metric = "machine-cpu-per-period"
-				return r
-			}
+			machine := func(side string) ref { return at(side, "machine-cpu-per-period").perObject() }
 			notes = append(notes, fmt.Sprintf("CPU per object reconciled: the %d replicas %s ms, one replica %s ms (%s x); the whole machine's %s ms and %s ms (objects per period %s and %s)",
 				sz.shards, figure(1000*m(perObject(sharded))), figure(1000*m(perObject(tidal))), figure(ratio(m(perObject(sharded)), m(perObject(tidal)))),
 				figure(1000*m(machine(sharded))), figure(1000*m(machine(tidal))), figure(total), figure(single)))
