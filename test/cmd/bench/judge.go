@@ -37,11 +37,21 @@ func judgeAgain(dir string, ids []string, commit string) (string, error) {
 			d.samples[strings.TrimSuffix(filepath.Base(f), ".jsonl")] = ss
 		}
 	}
-	all := rows(newPlan(fullSizes(), 1, "", ""))
+	// The rows at the run's own sizes: their titles and notes name them.
+	sz := fullSizes()
+	if strings.Contains(head, smokeMark) {
+		sz = smokeSizes()
+	}
+	all := rows(newPlan(sz, 1, "", ""))
 	var selected []row
 	if len(ids) > 0 {
 		if selected, err = selectRows(all, ids); err != nil {
 			return "", err
+		}
+		for _, r := range selected {
+			if !hasAll(d, r.jobs()) {
+				return "", fmt.Errorf("row %s: %s holds no samples of its jobs %v", r.id, filepath.Join(dir, "samples"), r.jobs())
+			}
 		}
 	} else {
 		for _, r := range all {
@@ -55,9 +65,6 @@ func judgeAgain(dir string, ids []string, commit string) (string, error) {
 	}
 	var results []result
 	for _, r := range selected {
-		if !hasAll(d, r.jobs()) {
-			return "", fmt.Errorf("row %s: %s holds no samples of its jobs %v", r.id, filepath.Join(dir, "samples"), r.jobs())
-		}
 		results = append(results, r.eval(d))
 	}
 	head += judgedBy + commit

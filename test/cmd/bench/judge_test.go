@@ -15,29 +15,7 @@ import (
 // verdicts (the 22:24 UTC round of 2026-11-29, per object reconciled:
 // 0.185, met; its table had said 0.202 per period, not met).
 func TestJudgeAgain(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("table.md", "Run 2026-11-29 22:24 UTC, full sizes, 1 rounds per row; commit 057a252\n\n| old table |\n")
-	var lines []string
-	for side, f := range map[string][3]float64{tidal: {0.48, 885, 1000}, kcm: {2.3767, 2628.33, 916.33}, bounded: {0.2867, 261.33, 1000}, native: {0.4067, 852, 1000}} {
-		for i, metric := range []string{"cpu-per-period", "requests-per-period", "reconciles-per-period"} {
-			b, err := json.Marshal(samples.Sample{Row: "fleet", Side: side, Round: 1, Metric: metric, Value: f[i], Unit: "x"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines = append(lines, string(b))
-		}
-	}
-	write("samples/fleet-1k-moving.jsonl", strings.Join(lines, "\n")+"\n")
-
+	dir := run1k(t, "Run 2026-11-29 22:24 UTC, full sizes, 1 rounds per row; commit 057a252")
 	if _, err := judgeAgain(dir, nil, "abc1234"); err != nil {
 		t.Fatal(err)
 	}
@@ -76,4 +54,46 @@ func TestJudgeAgain(t *testing.T) {
 	if _, err := judgeAgain(t.TempDir(), nil, "abc1234"); err == nil || !strings.Contains(err.Error(), "not a run's folder") {
 		t.Errorf("judging an empty folder: %v, want an error saying it is not a run's", err)
 	}
+}
+
+// TestJudgeAgainSmoke: a smoke run's folder is judged with the rows at
+// its own sizes, so its titles name them, not the full sizes'.
+func TestJudgeAgainSmoke(t *testing.T) {
+	dir := run1k(t, "Run 2026-11-30 02:00 UTC, "+smokeMark+" (checks the benchmark runs; the figures mean nothing), 1 rounds per row; commit 057a252")
+	text, err := judgeAgain(dir, nil, "abc1234")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "3 autoscalers x 1 pods, 3s sync, usage moving"; !strings.Contains(text, want) || strings.Contains(text, "1k autoscalers") {
+		t.Errorf("a smoke run judged again lacks its own row title %q:\n%s", want, text)
+	}
+}
+
+// run1k writes a run's folder with the table's first line head and the
+// 1k row's samples of the 22:24 UTC round of 2026-11-29.
+func run1k(t *testing.T, head string) string {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("table.md", head+"\n\n| old table |\n")
+	var lines []string
+	for side, f := range map[string][3]float64{tidal: {0.48, 885, 1000}, kcm: {2.3767, 2628.33, 916.33}, bounded: {0.2867, 261.33, 1000}, native: {0.4067, 852, 1000}} {
+		for i, metric := range []string{"cpu-per-period", "requests-per-period", "reconciles-per-period"} {
+			b, err := json.Marshal(samples.Sample{Row: "fleet", Side: side, Round: 1, Metric: metric, Value: f[i], Unit: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, string(b))
+		}
+	}
+	write("samples/fleet-1k-moving.jsonl", strings.Join(lines, "\n")+"\n")
+	return dir
 }
