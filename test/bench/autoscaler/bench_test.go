@@ -970,33 +970,29 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 				b.Errorf("start the HPA controller again: %v", err)
 			}
 		}()
-		// Its own service account: the crd-mode phases' tidal-autoscaler
-		// ClusterRole has no rights on HPAs, and a second start keeps it.
-		for i := range max(shards, 1) {
-			o := harness.NativeAutoscalerOptions{Binary: bin, Args: args, ServiceAccount: nativeServiceAccount}
-			if shards > 0 {
-				o.Name, o.Sharding = fmt.Sprintf("tidal-native-sharded-%d", i+1), true
+	}
+	for i := range max(shards, 1) {
+		name, sharding := "", shards > 0
+		if sharding {
+			name = fmt.Sprintf("tidal-sharded-%d", i+1)
+			if tp.native {
+				name = fmt.Sprintf("tidal-native-sharded-%d", i+1)
 			}
-			a, err := h.StartNativeAutoscaler(ctx, o)
-			if err != nil {
-				return phaseResult{}, err
-			}
-			replicas = append(replicas, a)
 		}
-	} else if shards == 0 {
-		a, err := h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: bin, Args: args})
+		var a *harness.Autoscaler
+		var err error
+		if tp.native {
+			// Its own service account: the crd-mode phases'
+			// tidal-autoscaler ClusterRole has no rights on HPAs, and a
+			// second start keeps it.
+			a, err = h.StartNativeAutoscaler(ctx, harness.NativeAutoscalerOptions{Binary: bin, Args: args, ServiceAccount: nativeServiceAccount, Name: name, Sharding: sharding})
+		} else {
+			a, err = h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: bin, Args: args, Name: name, Sharding: sharding})
+		}
 		if err != nil {
 			return phaseResult{}, err
 		}
 		replicas = append(replicas, a)
-	} else {
-		for i := range shards {
-			a, err := h.StartAutoscaler(ctx, harness.AutoscalerOptions{Binary: bin, Args: args, Name: fmt.Sprintf("tidal-sharded-%d", i+1), Sharding: true})
-			if err != nil {
-				return phaseResult{}, err
-			}
-			replicas = append(replicas, a)
-		}
 	}
 	a := replicas[0]
 	// /metrics and /debug/pprof/ are on the secure port, authorized by
