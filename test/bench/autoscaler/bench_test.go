@@ -136,6 +136,14 @@ func syncPeriodArgs() []string {
 	return []string{"--horizontal-pod-autoscaler-sync-period=" + syncPeriod.String()}
 }
 
+// logf writes a line of the benchmark's progress to stderr, with the
+// time: b.Logf keeps only a benchmark's first ten lines (testing's
+// trimOutput), and a fleet run's phases write many more, which the bench
+// driver keeps in its job's log.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().UTC().Format(time.TimeOnly), fmt.Sprintf(format, args...))
+}
+
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 		return v
@@ -224,7 +232,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	if err := createWorkload(ctx, admin, h.NodeName, cfg, targets); err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("workload: %d Deployments x %d pods Ready in %s", len(targets), cfg.pods, time.Since(start).Round(time.Second))
+	logf("workload: %d Deployments x %d pods Ready in %s", len(targets), cfg.pods, time.Since(start).Round(time.Second))
 	go jitterUsage(ctx, metrics, cfg)
 
 	dyn, err := dynamic.NewForConfig(h.Admin)
@@ -278,16 +286,16 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		if err != nil {
 			b.Fatalf("phase %s: %v", phase, err)
 		}
-		b.Logf("%s (phase took %s) per period: %.2f CPU-s (system %.2f), RSS %.0f MiB, %.0f reconciles, %.0f requests; kube-apiserver %.2f CPU-s, etcd %.2f CPU-s, the machine %.2f CPU-s; requests over the %d periods: %s; desired replicas %v",
+		logf("%s (phase took %s) per period: %.2f CPU-s (system %.2f), RSS %.0f MiB, %.0f reconciles, %.0f requests; kube-apiserver %.2f CPU-s, etcd %.2f CPU-s, the machine %.2f CPU-s; requests over the %d periods: %s; desired replicas %v",
 			phase, time.Since(began).Round(time.Second), r.cpuPerPeriod, r.systemPerPeriod, r.rssMiB, r.reconcilesPerPeriod, float64(r.requests.Total)/float64(cfg.periods), r.apiserverPerPeriod, r.etcdPerPeriod, r.machinePerPeriod, cfg.periods, r.requests, r.desired)
 		if r.sharded() {
-			b.Logf("%s: %s", phase, r.replicaSummary())
+			logf("%s: %s", phase, r.replicaSummary())
 		}
-		b.Logf("%s: the rest of the machine per period, in CPU-s: %v", phase, r.restPerPeriod)
+		logf("%s: the rest of the machine per period, in CPU-s: %v", phase, r.restPerPeriod)
 		if phase == "kcm" {
-			b.Logf("kcm: %d of %d HPAs read their target's /scale in the window; longest time between two reads of one: %s", r.visited, cfg.autoscalers, r.longestGap.Round(time.Millisecond))
+			logf("kcm: %d of %d HPAs read their target's /scale in the window; longest time between two reads of one: %s", r.visited, cfg.autoscalers, r.longestGap.Round(time.Millisecond))
 		} else {
-			b.Logf("%s: longest time between two reconciles of one autoscaler (its gauge, sampled once a period): %s; largest queue depth %.0f", phase, r.longestGap.Round(time.Millisecond), r.maxQueueDepth)
+			logf("%s: longest time between two reconciles of one autoscaler (its gauge, sampled once a period): %s; largest queue depth %.0f", phase, r.longestGap.Round(time.Millisecond), r.maxQueueDepth)
 		}
 		runs[phase] = append(runs[phase], r)
 		recordPhase(b, cfg, phase, len(runs[phase]), r)
@@ -300,7 +308,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		r := meanResult(rs)
 		results[phase] = r
 		if len(rs) > 1 {
-			b.Logf("%s, mean of %d runs: %.2f CPU-s per period", phase, len(rs), r.cpuPerPeriod)
+			logf("%s, mean of %d runs: %.2f CPU-s per period", phase, len(rs), r.cpuPerPeriod)
 		}
 		b.ReportMetric(r.cpuPerPeriod, phase+"-cpu-s/period")
 		b.ReportMetric(float64(r.requests.Total)/float64(cfg.periods), phase+"-requests/period")
@@ -467,10 +475,10 @@ func apiserverProfiler(b *testing.B, h *harness.Harness, phase string, n int) fu
 				return os.WriteFile(file, []byte(data), 0o644)
 			}()
 			if err != nil {
-				b.Logf("kube-apiserver profile of %s: %v", phase, err)
+				logf("kube-apiserver profile of %s: %v", phase, err)
 				return
 			}
-			b.Logf("kube-apiserver profile of %s's window: %s", phase, file)
+			logf("kube-apiserver profile of %s's window: %s", phase, file)
 		}()
 	}
 }
@@ -796,12 +804,19 @@ func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users 
 			d, _, err := queue(ctx)
 			return err == nil && d >= float64(cfg.autoscalers)/2/float64(len(procs))
 		}
-		periods, lists, err := settle(ctx, users, auditLog, settleLists, behind)
+		periods, lists, late, err := settle(ctx, users, auditLog, settleLists, behind)
 		if err != nil {
 			return r, err
 		}
 		r.settlePeriods = periods
-		b.Logf("%d PodMetrics lists in the last of %d periods waited for the autoscalers to join their namespaces' beats (settled at %d or fewer, or behind)", lists, periods, settleLists)
+		how := "settled"
+		switch {
+		case late:
+			how = "stopped: the queue held half the objects or more"
+		case lists > settleLists:
+			how = "gave up"
+		}
+		logf("%d PodMetrics lists in the last of %d periods waited for the autoscalers to join their namespaces' beats (settled at %d or fewer): %s", lists, periods, settleLists, how)
 	}
 	window := time.Duration(cfg.periods) * syncPeriod
 	if measured.onWindow != nil {
@@ -902,8 +917,9 @@ var maxSettlePeriods = envInt("TIDAL_BENCH_SETTLE_PERIODS", 12)
 // they stay (a new autoscaler moves towards it by a tenth of a period per
 // interval at most). The window measured after that is the steady state,
 // not the joining; it stops early once behind says the controller cannot
-// keep up. It returns the periods waited and the last's lists.
-func settle(ctx context.Context, users []string, auditLog string, want int, behind func() bool) (int, int, error) {
+// keep up. It returns the periods waited, the last's lists, and whether
+// it stopped for behind.
+func settle(ctx context.Context, users []string, auditLog string, want int, behind func() bool) (int, int, bool, error) {
 	for periods := 1; ; periods++ {
 		start := time.Now()
 		time.Sleep(syncPeriod)
@@ -911,11 +927,14 @@ func settle(ctx context.Context, users []string, auditLog string, want int, behi
 		time.Sleep(2 * time.Second)
 		c, err := countRequests(auditLog, users, start, start.Add(syncPeriod))
 		if err != nil {
-			return periods, 0, err
+			return periods, 0, false, err
 		}
 		lists := c.podMetricsLists()
-		if lists <= want || periods >= maxSettlePeriods || behind() || ctx.Err() != nil {
-			return periods, lists, ctx.Err()
+		if lists <= want || periods >= maxSettlePeriods || ctx.Err() != nil {
+			return periods, lists, false, ctx.Err()
+		}
+		if behind() {
+			return periods, lists, true, nil
 		}
 	}
 }
@@ -1046,7 +1065,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 				err = os.WriteFile(file, []byte(data), 0o644)
 			}
 			if err != nil {
-				b.Logf("profile %s: %v", file, err)
+				logf("profile %s: %v", file, err)
 			}
 		}
 		procs[0].onWindow = func(ctx context.Context, window time.Duration) {
@@ -1102,7 +1121,7 @@ func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kuberne
 		p.onWindow = func(ctx context.Context, _ time.Duration) {
 			go func() {
 				if err := kcmProfile(ctx, h, profile); err != nil {
-					b.Logf("kcm profile: %v", err)
+					logf("kcm profile: %v", err)
 				}
 			}()
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -57,6 +58,29 @@ func TestSmoke(t *testing.T) {
 				t.Errorf("%s: no ratio for %q (%s)", r.ID, g.Goal, g.Verdict)
 			}
 		}
+	}
+	// Every phase of a fleet job left its summary in the job's log: the
+	// benchmark's own log (b.Logf) keeps only its first ten lines.
+	fleetLogs := 0
+	for _, j := range newPlan(smokeSizes(), 1, "", "").jobs {
+		phases := j.env["TIDAL_BENCH_PHASES"]
+		if phases == "" {
+			continue
+		}
+		log, err := os.ReadFile(filepath.Join(dir, "logs", j.id+".log"))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // its key's first job ran it
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fleetLogs++
+		if got, want := strings.Count(string(log), "(phase took "), len(strings.Split(phases, ",")); got != want {
+			t.Errorf("%s's log holds %d phase summaries, want %d (one per phase of %s)", j.id, got, want, phases)
+		}
+	}
+	if fleetLogs == 0 {
+		t.Error("no fleet job's log in the run's logs/")
 	}
 	for _, f := range []string{"table.md", "table.txt", "machine.txt", "samples.jsonl"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
