@@ -246,7 +246,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	for _, phase := range cfg.phases {
 		var r phaseResult
 		began := time.Now()
-		measured.onWindow = apiserverProfiler(b, h, phase, len(runs[phase])+1)
+		measured.onWindow = apiserverProfiler(h, phase, len(runs[phase])+1)
 		switch phase {
 		case "tidal":
 			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: has})
@@ -279,7 +279,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 			}
 			r, err = runTidal(ctx, b, h, base, cfg, targets, auditLog, ph)
 		case "kcm":
-			r, err = runKCM(ctx, b, h, admin, cfg, targets, auditLog)
+			r, err = runKCM(ctx, h, admin, cfg, targets, auditLog)
 		default:
 			err = fmt.Errorf("unknown phase %q", phase)
 		}
@@ -455,7 +455,7 @@ func apiserverProfileArgs() []string {
 // run n of phase at its window's start (nil unless
 // TIDAL_BENCH_APISERVER_PROFILE is set): where the control plane's CPU
 // goes for each controller's requests, e.g. its status writes.
-func apiserverProfiler(b *testing.B, h *harness.Harness, phase string, n int) func(context.Context, time.Duration) {
+func apiserverProfiler(h *harness.Harness, phase string, n int) func(context.Context, time.Duration) {
 	prefix := os.Getenv("TIDAL_BENCH_APISERVER_PROFILE")
 	if prefix == "" {
 		return nil
@@ -730,7 +730,7 @@ type proc struct {
 // apart and their sums). Reconciles are the counters' increase over the
 // window; without a counter, the PodMetrics lists (one per reconcile of a
 // one-metric HPA upstream).
-func measure(ctx context.Context, b *testing.B, cfg config, procs []proc, users []string, auditLog string,
+func measure(ctx context.Context, cfg config, procs []proc, users []string, auditLog string,
 	statuses func(context.Context) (map[int32]int, int, error), queue func(context.Context) (float64, float64, error), settleLists int,
 ) (phaseResult, error) {
 	var r phaseResult
@@ -1082,7 +1082,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 	if tp.native {
 		user = harness.ServiceAccountIdentity(a.Namespace, nativeServiceAccount).User
 	}
-	r, err := measure(ctx, b, cfg, procs, []string{user}, auditLog, statuses, queue, cfg.namespaces*len(replicas))
+	r, err := measure(ctx, cfg, procs, []string{user}, auditLog, statuses, queue, cfg.namespaces*len(replicas))
 	if err != nil {
 		return r, err
 	}
@@ -1106,7 +1106,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 	return r, objs.deleteAll(ctx, cfg)
 }
 
-func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kubernetes.Interface, cfg config, targets []target, auditLog string) (phaseResult, error) {
+func runKCM(ctx context.Context, h *harness.Harness, admin kubernetes.Interface, cfg config, targets []target, auditLog string) (phaseResult, error) {
 	pid, ok := h.PIDs()[harness.HPAControllerProcess]
 	if !ok {
 		return phaseResult{}, fmt.Errorf("no HPA controller manager in the harness")
@@ -1126,7 +1126,7 @@ func runKCM(ctx context.Context, b *testing.B, h *harness.Harness, admin kuberne
 			}()
 		}
 	}
-	r, err := measure(ctx, b, cfg, []proc{p}, []string{kcmUser}, auditLog, statuses, nil, 0)
+	r, err := measure(ctx, cfg, []proc{p}, []string{kcmUser}, auditLog, statuses, nil, 0)
 	if err != nil {
 		return r, err
 	}
