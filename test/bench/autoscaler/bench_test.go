@@ -797,26 +797,23 @@ func measure(ctx context.Context, cfg config, procs []proc, users []string, audi
 		// objects, waiting for a worker) cannot settle: its reconciles
 		// come due when a worker is free, not on a beat. queue is the
 		// largest replica's, and a replica holds its share of the objects.
-		behind := func() bool {
+		probe := func() (bool, time.Duration) {
 			if queue == nil {
-				return false
+				return false, 0
 			}
-			d, _, err := queue(ctx)
-			return err == nil && d >= float64(cfg.autoscalers)/2/float64(len(procs))
+			d, gap, err := queue(ctx)
+			if err != nil {
+				return false, 0
+			}
+			return d >= float64(cfg.autoscalers)/2/float64(len(procs)), time.Duration(gap * float64(time.Second))
 		}
-		periods, lists, late, err := settle(ctx, users, auditLog, settleLists, behind)
+		w, err := settle(ctx, users, auditLog, settleLists, probe)
 		if err != nil {
 			return r, err
 		}
-		r.settlePeriods = periods
-		how := "settled"
-		switch {
-		case late:
-			how = "stopped: the queue held half the objects or more"
-		case lists > settleLists:
-			how = "gave up"
-		}
-		logf("%d PodMetrics lists in the last of %d periods waited for the autoscalers to join their namespaces' beats (settled at %d or fewer): %s", lists, periods, settleLists, how)
+		r.settlePeriods = w.periods
+		logf("%d PodMetrics lists and a longest gap of %s in the last of %d periods waited for the autoscalers to join their namespaces' beats (settled at %d lists or fewer and gaps of %s or less): %s",
+			w.lists, w.gap.Round(time.Millisecond), w.periods, settleLists, onBeatGap(syncPeriod), w.state)
 	}
 	window := time.Duration(cfg.periods) * syncPeriod
 	if measured.onWindow != nil {
@@ -911,15 +908,62 @@ func measure(ctx context.Context, cfg config, procs []proc, users []string, audi
 // nextDue), and a controller that cannot keep up never settles.
 var maxSettlePeriods = envInt("TIDAL_BENCH_SETTLE_PERIODS", 12)
 
+// settleState is where settle's wait stands after a period.
+type settleState int
+
+const (
+	settling settleState = iota // wait another period
+	settled
+	gaveUp // maxSettlePeriods waited
+	behind // the queue holds half the objects or more
+)
+
+func (s settleState) String() string {
+	return [...]string{"settling", "settled", "gave up", "stopped: the queue held half the objects or more"}[s]
+}
+
+// onBeatGap is the longest gap between two reconciles of one autoscaler
+// that settle takes for the beat: an autoscaler joining its namespace's
+// beat waits a period and a tenth between reconciles until its last step
+// (autoscaler/controller maxDrift), one on it a period plus its place in
+// its namespace's turn (half a second for 100 status writes at 200 QPS).
+func onBeatGap(period time.Duration) time.Duration { return period + period*9/100 }
+
+// settleVerdict judges one period of settle's wait: lists is its
+// PodMetrics lists, gap the longest time between two reconciles of one
+// autoscaler (0 when unknown), late whether the queue holds half the
+// objects, periods how many periods were waited.
+func settleVerdict(lists, want int, gap, period time.Duration, late bool, periods, maxPeriods int) settleState {
+	switch {
+	case lists <= want && gap <= onBeatGap(period):
+		return settled
+	case periods >= maxPeriods:
+		return gaveUp
+	case late:
+		return behind
+	}
+	return settling
+}
+
+// settleWait is how settle's wait ended: its last period's lists and gap.
+type settleWait struct {
+	periods, lists int
+	gap            time.Duration
+	state          settleState
+}
+
 // settle waits, a period at a time and at most maxSettlePeriods, until
-// users' PodMetrics lists in the last period number want or fewer: every
-// autoscaler of a namespace then comes due on its namespace's beat, as
-// they stay (a new autoscaler moves towards it by a tenth of a period per
-// interval at most). The window measured after that is the steady state,
-// not the joining; it stops early once behind says the controller cannot
-// keep up. It returns the periods waited, the last's lists, and whether
-// it stopped for behind.
-func settle(ctx context.Context, users []string, auditLog string, want int, behind func() bool) (int, int, bool, error) {
+// the steady state: users' PodMetrics lists in the last period number
+// want or fewer (every namespace's autoscalers come due together) and no
+// autoscaler waited longer than onBeatGap between two reconciles (each on
+// its namespace's beat). Lists alone are not enough: native mode's
+// autoscalers start together, on kcm's HPAs, so one list a namespace
+// serves them from the first period while they still drift towards their
+// beats a tenth of a period per interval (a window of the 2026-11-30 run
+// measured 786 reconciles a period of 1,000 so). It stops early once
+// probe says the queue holds half the objects: a controller that cannot
+// keep up never settles.
+func settle(ctx context.Context, users []string, auditLog string, want int, probe func() (late bool, gap time.Duration)) (settleWait, error) {
 	for periods := 1; ; periods++ {
 		start := time.Now()
 		time.Sleep(syncPeriod)
@@ -927,14 +971,16 @@ func settle(ctx context.Context, users []string, auditLog string, want int, behi
 		time.Sleep(2 * time.Second)
 		c, err := countRequests(auditLog, users, start, start.Add(syncPeriod))
 		if err != nil {
-			return periods, 0, false, err
+			return settleWait{periods: periods}, err
 		}
-		lists := c.podMetricsLists()
-		if lists <= want || periods >= maxSettlePeriods || ctx.Err() != nil {
-			return periods, lists, false, ctx.Err()
+		w := settleWait{periods: periods, lists: c.podMetricsLists()}
+		var late bool
+		late, w.gap = probe()
+		if ctx.Err() != nil {
+			return w, ctx.Err()
 		}
-		if behind() {
-			return periods, lists, true, nil
+		if w.state = settleVerdict(w.lists, want, w.gap, syncPeriod, late, periods, maxSettlePeriods); w.state != settling {
+			return w, nil
 		}
 	}
 }
