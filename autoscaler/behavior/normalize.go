@@ -36,8 +36,19 @@ type Input struct {
 	Desired int32
 	// Min is spec.minReplicas (1 when unset); Max is spec.maxReplicas.
 	Min, Max int32
-	// Now is the reconcile time.
+	// Now is the reconcile time: windows end at it.
 	Now time.Time
+	// Stamp dates the recommendation recorded (decision.Input's Stamp);
+	// zero means Now.
+	Stamp time.Time
+}
+
+// stamp is Stamp, Now when unset.
+func (in Input) stamp() time.Time {
+	if in.Stamp.IsZero() {
+		return in.Now
+	}
+	return in.Stamp
 }
 
 // Result is the normalized proposal and the condition reasons.
@@ -83,7 +94,7 @@ func (h *History) NormalizeLegacy(in Input, downscaleWindow time.Duration) Resul
 			stabilized = r.Replicas
 		}
 	}
-	h.record(in.Desired, in.Now, found, idx)
+	h.record(in.Desired, in.stamp(), found, idx)
 
 	res := Result{Stabilized: stabilized}
 	if stabilized != in.Desired {
@@ -166,7 +177,7 @@ func (h *History) stabilize(b Behavior, in Input) (int32, string, string) {
 	if rec > downRec {
 		rec = downRec
 	}
-	h.record(in.Desired, in.Now, found, idx)
+	h.record(in.Desired, in.stamp(), found, idx)
 	if in.Desired >= in.Current {
 		return rec, ReasonScaleUpStabilized, MessageScaleUpStabilized
 	}

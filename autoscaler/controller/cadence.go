@@ -13,7 +13,9 @@ import (
 // 209 keys, and each autoscaler came round every ~15.7 s instead of 15
 // (956 reconciles per period). Upstream's controller counts from the end
 // (AddRateLimited after each sync) and falls behind the same way; a
-// reconcile's decision does not depend on when in the period it runs.
+// reconcile's decision does not depend on when in the period it runs, but
+// at the edge of a window or policy period, where recordStamp's dating on
+// the beat keeps it as upstream's.
 type cadence struct {
 	mu sync.Mutex
 	// due holds, per key waiting in the queue, the earliest time it was
@@ -93,6 +95,23 @@ func nextDue(due, now time.Time, period, beat time.Duration, aligned bool) time.
 		return next
 	}
 	return now
+}
+
+// recordStamp is when a reconcile due at due and started at start dates
+// what it records in the history (decision.Input's Stamp): due, so that
+// records made on the beat are whole periods apart and a reconcile, which
+// starts after its due instant, sees one made k periods before as older
+// than k periods, as upstream does (whose intervals are the period plus
+// the reconcile's own time; counting from the starts, the two queue waits
+// made an event exactly one policy period back fall inside the period or
+// outside it by chance). At most a tenth of a period before start: a
+// queue far behind would otherwise date its records too early, and its
+// scale events would leave the policy periods before their time.
+func recordStamp(due, start time.Time, period time.Duration) time.Time {
+	if earliest := start.Add(-period / 10); due.Before(earliest) {
+		return earliest
+	}
+	return due
 }
 
 // maxDrift is the most an interval exceeds the period to join the beat.

@@ -289,3 +289,24 @@ func TestEchoKeepsTheCadence(t *testing.T) {
 		t.Errorf("next reconcile due at due+%s, want due+%s (the cadence's, not the echo's)", next.Sub(due), want.Sub(due))
 	}
 }
+
+func TestRecordStamp(t *testing.T) {
+	const period = 15 * time.Second
+	due := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		start time.Time
+		want  time.Time
+	}{
+		{"started when due", due, due},
+		{"a short wait in the queue: the due instant", due.Add(40 * time.Millisecond), due},
+		{"a tenth of a period late: still the due instant", due.Add(period / 10), due},
+		{"far behind: a tenth of a period before the start", due.Add(20 * time.Second), due.Add(20*time.Second - period/10)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := recordStamp(due, tc.start, period); !got.Equal(tc.want) {
+				t.Errorf("recordStamp = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

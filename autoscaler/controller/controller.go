@@ -253,7 +253,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	c.visits.visited(key, now)
 	// The autoscalers of a namespace that share its reads come due
 	// together: they share only the reads of this round.
-	deleted, err := c.r.reconcileKey(metrics.WithRound(ctx, due), key)
+	deleted, err := c.r.reconcileKey(metrics.WithRound(ctx, due), key, recordStamp(due, now, c.period))
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Reconciling an autoscaler failed", "key", key)
 	}

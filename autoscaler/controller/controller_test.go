@@ -278,7 +278,7 @@ func TestDeleteForgetsTheObject(t *testing.T) {
 		t.Errorf("selectors still match %v", got)
 	}
 	must(t, f.source.Informer().GetIndexer().Delete(newHPA("web", nil, 10)))
-	deleted, err := f.ctrl.r.reconcileKey(context.Background(), ns+"/web")
+	deleted, err := f.ctrl.r.reconcileKey(context.Background(), ns+"/web", time.Time{})
 	if !deleted || err != nil {
 		t.Errorf("reconcile of a deleted object = %v, %v; want deleted", deleted, err)
 	}

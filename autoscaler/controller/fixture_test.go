@@ -355,7 +355,7 @@ func externalMetricsFake(w world) *emfake.FakeExternalMetricsClient {
 // reconcile runs one reconcile of the object default/name.
 func (f *fixture) reconcile(name string) error {
 	f.t.Helper()
-	_, err := f.ctrl.r.reconcileKey(context.Background(), ns+"/"+name)
+	_, err := f.ctrl.r.reconcileKey(context.Background(), ns+"/"+name, time.Time{})
 	return err
 }
 

@@ -99,8 +99,10 @@ type reconciler struct {
 }
 
 // reconcileKey reconciles the object named key; deleted is true when it is
-// gone (its history is then forgotten and it is not requeued).
-func (r *reconciler) reconcileKey(ctx context.Context, key string) (deleted bool, err error) {
+// gone (its history is then forgotten and it is not requeued). stamp
+// dates what the reconcile records in the history (recordStamp; zero: its
+// start).
+func (r *reconciler) reconcileKey(ctx context.Context, key string, stamp time.Time) (deleted bool, err error) {
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return true, err
@@ -119,7 +121,7 @@ func (r *reconciler) reconcileKey(ctx context.Context, key string) (deleted bool
 	if err != nil {
 		return false, err
 	}
-	return false, r.reconcile(ctx, obj, key)
+	return false, r.reconcile(ctx, obj, key, stamp)
 }
 
 // step is the state of one reconcile.
@@ -129,6 +131,7 @@ type step struct {
 	key      string
 	ref      string // Kind/namespace/name of the target, for errors
 	now      metav1.Time
+	stamp    time.Time // decision.Input's Stamp
 	// history and retention are set once the history is read; every
 	// status write from then on also persists it.
 	history   *history.Entry
@@ -167,7 +170,7 @@ type step struct {
 // compute the metrics, decide, rescale if need be, write the status.
 // cached is the informer's object, left unchanged: it is the status the
 // reconcile compares its own with, and a copy of it the one it writes.
-func (r *reconciler) reconcile(ctx context.Context, cached source.Object, key string) (retErr error) {
+func (r *reconciler) reconcile(ctx context.Context, cached source.Object, key string, stamp time.Time) (retErr error) {
 	obj := cached.DeepCopy()
 	action := monitor.ActionNone
 	start := r.clock.Now()
@@ -178,7 +181,7 @@ func (r *reconciler) reconcile(ctx context.Context, cached source.Object, key st
 
 	spec := obj.HPASpec()
 	s := &step{
-		obj: obj, original: cached, key: key, now: metav1.NewTime(start),
+		obj: obj, original: cached, key: key, now: metav1.NewTime(start), stamp: stamp,
 		ref: fmt.Sprintf("%s/%s/%s", spec.ScaleTargetRef.Kind, obj.GetNamespace(), spec.ScaleTargetRef.Name),
 	}
 	r.readExtensions(s)
@@ -289,7 +292,7 @@ func (r *reconciler) recommend(ctx context.Context, s *step) {
 	spec, st := s.obj.HPASpec(), s.obj.HPAStatus()
 	b := r.cfg.Behavior(spec.Behavior)
 	s.in = decision.Input{
-		Now: s.now.Time, CurrentReplicas: s.current, MinReplicas: spec.MinReplicas, MaxReplicas: spec.MaxReplicas,
+		Now: s.now.Time, Stamp: s.stamp, CurrentReplicas: s.current, MinReplicas: spec.MinReplicas, MaxReplicas: spec.MaxReplicas,
 		Behavior: b, ScaledToZero: status.ScaledToZero(st), HasObjectOrExternalMetrics: decision.HasObjectOrExternalMetrics(s.metrics),
 	}
 	ret := behavior.RetentionFor(b, r.cfg.DownscaleStabilizationWindow)

@@ -57,8 +57,16 @@ func (c Config) Tolerances(b *behavior.Behavior) replicas.Tolerances {
 
 // Input is what one reconcile decision needs besides the metrics.
 type Input struct {
-	// Now is the reconcile time.
+	// Now is the reconcile time: the windows and policy periods end at it.
 	Now time.Time
+	// Stamp dates what this reconcile records in the history (its
+	// recommendation and scale event); zero means Now. The controller gives
+	// the instant the reconcile was due on its beat, which Now follows by
+	// the wait in the queue: a record made k periods before on the beat is
+	// then always older than k periods at Now, as upstream's always are
+	// (it counts each period from the end of the previous reconcile), so an
+	// event exactly one policy period back is outside it on both sides.
+	Stamp time.Time
 	// CurrentReplicas is the scale's spec.replicas.
 	CurrentReplicas int32
 	// MinReplicas is spec.minReplicas (nil means 1).
@@ -73,6 +81,14 @@ type Input struct {
 	// HasObjectOrExternalMetrics: spec.metrics has an Object or External
 	// metric (HasObjectOrExternalMetrics).
 	HasObjectOrExternalMetrics bool
+}
+
+// stamp is Stamp, Now when unset.
+func (in Input) stamp() time.Time {
+	if in.Stamp.IsZero() {
+		return in.Now
+	}
+	return in.Stamp
 }
 
 func (in Input) minReplicas() int32 {
@@ -162,7 +178,7 @@ var errMetricsMissing = errors.New("metrics were not computed although NeedsMetr
 //     Behavior is nil); from zero with min != 0 and ScaledToZero, a result
 //     below min is raised to min; rescale when it differs from current.
 func (c Config) Decide(in Input, metrics *Combined, hist *behavior.History) Decision {
-	hist.RecordInitial(in.CurrentReplicas, in.Now)
+	hist.RecordInitial(in.CurrentReplicas, in.stamp())
 	minR := in.minReplicas()
 	cur := in.CurrentReplicas
 	var d Decision
@@ -207,7 +223,7 @@ func (c Config) Decide(in Input, metrics *Combined, hist *behavior.History) Deci
 		d.Reason = ReasonAllBelowTarget
 	}
 
-	nin := behavior.Input{Current: cur, Desired: desired, Min: minR, Max: in.MaxReplicas, Now: in.Now}
+	nin := behavior.Input{Current: cur, Desired: desired, Min: minR, Max: in.MaxReplicas, Now: in.Now, Stamp: in.stamp()}
 	var res behavior.Result
 	if in.Behavior == nil {
 		res = hist.NormalizeLegacy(nin, c.DownscaleStabilizationWindow)
@@ -247,7 +263,7 @@ func (c Config) Decide(in Input, metrics *Combined, hist *behavior.History) Deci
 // status.lastScaleTime to now and emits SuccessfulRescale
 // (SuccessfulRescaleMessage).
 func (c Config) Rescaled(in Input, desired int32, hist *behavior.History) (conds []Condition, removeScaledToZero bool) {
-	hist.RecordScaleEvent(in.Behavior, in.CurrentReplicas, desired, in.Now)
+	hist.RecordScaleEvent(in.Behavior, in.CurrentReplicas, desired, in.stamp())
 	conds = append(conds, cond(autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededRescale", "the HPA controller was able to update the target scale to %d", desired))
 	if !c.ScaleToZero {
 		return conds, true

@@ -379,3 +379,54 @@ func TestZeroConfigIsKept(t *testing.T) {
 		})
 	}
 }
+
+// TestStampOnTheBeat replays the scale-ups of conformance's random scenario
+// 596459878 on a 5 s beat: the memory metric wants 8 from every count, each
+// reconcile starts a queue wait after it is due, and the API's default
+// scale-up policies (Pods 4 and Percent 100 per 15 s) limit each step. The
+// reconcile at 6 replicas comes exactly one policy period after the one
+// that went from 3 to 4; upstream, whose intervals are the period plus the
+// reconcile's own time, leaves that event outside the period (periodStart
+// 4, limit 8). Dated by their starts, the event fell inside when that
+// earlier reconcile had waited longer in the queue (periodStart 3, limit
+// 7); dated by when they were due, it falls outside whatever the waits.
+func TestStampOnTheBeat(t *testing.T) {
+	cfg := DefaultConfig()
+	b := cfg.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{})
+	const sync = 5 * time.Second
+	// The queue waits of the six reconciles: the third (3 -> 4) waited 3 ms,
+	// the sixth (at 6) 1 ms.
+	waits := []time.Duration{2, 2, 3, 2, 2, 1}
+	for _, tc := range []struct {
+		name    string
+		stamped bool
+		want    []int32
+	}{
+		{"dated by when each was due", true, []int32{2, 3, 4, 5, 6, 8}},
+		{"dated by their starts (before)", false, []int32{2, 3, 4, 5, 6, 7}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h behavior.History
+			cur := int32(1)
+			var got []int32
+			for i, w := range waits {
+				due := now.Add(time.Duration(i) * sync)
+				in := Input{Now: due.Add(w * time.Millisecond), CurrentReplicas: cur, MaxReplicas: 8, Behavior: b}
+				if tc.stamped {
+					in.Stamp = due
+				}
+				// ceil(cur * 1.1875), as memory at 59% of request against 50%.
+				d := cfg.Decide(in, combined(min((cur*19+15)/16, 8), "memory"), &h)
+				if !d.Rescale {
+					t.Fatalf("reconcile %d at %d: no rescale (%+v)", i, cur, d)
+				}
+				cfg.Rescaled(in, d.DesiredReplicas, &h)
+				cur = d.DesiredReplicas
+				got = append(got, cur)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("replicas %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
