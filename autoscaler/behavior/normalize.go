@@ -44,11 +44,15 @@ type Input struct {
 }
 
 // stamp is Stamp, Now when unset.
-func (in Input) stamp() time.Time {
-	if in.Stamp.IsZero() {
-		return in.Now
+func (in Input) stamp() time.Time { return RecordTime(in.Stamp, in.Now) }
+
+// RecordTime is when a reconcile at now dates what it records in the
+// history: stamp, or now when stamp is unset.
+func RecordTime(stamp, now time.Time) time.Time {
+	if stamp.IsZero() {
+		return now
 	}
-	return in.Stamp
+	return stamp
 }
 
 // Result is the normalized proposal and the condition reasons.

@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
+	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
@@ -287,6 +290,45 @@ func TestEchoKeepsTheCadence(t *testing.T) {
 	}
 	if next := f.ctrl.cadence.started(key, want.Add(time.Hour)); !next.Equal(want) {
 		t.Errorf("next reconcile due at due+%s, want due+%s (the cadence's, not the echo's)", next.Sub(due), want.Sub(due))
+	}
+}
+
+// TestRecordsDatedWhenDue: a reconcile due at due that starts a second
+// late (a queue wait) dates its recommendation and scale event at due, so
+// that the next ones on the beat are whole periods apart (TestRecordStamp
+// has the clamp; decision's TestStampOnTheBeat why it matters).
+func TestRecordsDatedWhenDue(t *testing.T) {
+	hpa := newHPA("web", nil, 10, cpuUtilization(50))
+	// The API's default scale-up rules, which the fake client does not set.
+	hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{
+		StabilizationWindowSeconds: ptr.To[int32](0), SelectPolicy: ptr.To(autoscalingv2.MaxChangePolicySelect),
+		Policies: []autoscalingv2.HPAScalingPolicy{
+			{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 15},
+			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
+		},
+	}}
+	f := newFixture(t, source.ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000, 1000, 1000), podMetrics: milliByPod(900, 900, 900)}, hpa)
+	clk := f.ctrl.r.clock.(*testingclock.FakePassiveClock)
+	key := ns + "/web"
+	due := clk.Now()
+	f.ctrl.cadence.forget(key)
+	f.ctrl.cadence.scheduled(key, due)
+	clk.SetTime(due.Add(time.Second))
+	if !f.ctrl.processNextWorkItem(context.Background()) {
+		t.Fatal("queue shut down")
+	}
+	if len(f.scaleUpdates) != 1 {
+		t.Fatalf("scale updates %v, want one scale-up", f.scaleUpdates)
+	}
+	h, err := behavior.Decode(f.stored("web").PersistedHistory())
+	must(t, err)
+	if len(h.ScaleUpEvents) != 1 || !h.ScaleUpEvents[0].Time.Equal(due) {
+		t.Errorf("scale-up events %+v, want one dated at due (%s), not at the start a second later", h.ScaleUpEvents, due)
+	}
+	for _, r := range h.Recommendations {
+		if !r.Time.Equal(due) {
+			t.Errorf("recommendation %+v dated due+%s, want at due", r, r.Time.Sub(due))
+		}
 	}
 }
 

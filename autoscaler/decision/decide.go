@@ -84,12 +84,7 @@ type Input struct {
 }
 
 // stamp is Stamp, Now when unset.
-func (in Input) stamp() time.Time {
-	if in.Stamp.IsZero() {
-		return in.Now
-	}
-	return in.Stamp
-}
+func (in Input) stamp() time.Time { return behavior.RecordTime(in.Stamp, in.Now) }
 
 func (in Input) minReplicas() int32 {
 	if in.MinReplicas != nil {
