@@ -9,7 +9,6 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
@@ -299,14 +298,9 @@ func TestEchoKeepsTheCadence(t *testing.T) {
 // has the clamp; decision's TestStampOnTheBeat why it matters).
 func TestRecordsDatedWhenDue(t *testing.T) {
 	hpa := newHPA("web", nil, 10, cpuUtilization(50))
-	// The API's default scale-up rules, which the fake client does not set.
-	hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{
-		StabilizationWindowSeconds: ptr.To[int32](0), SelectPolicy: ptr.To(autoscalingv2.MaxChangePolicySelect),
-		Policies: []autoscalingv2.HPAScalingPolicy{
-			{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 15},
-			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
-		},
-	}}
+	// An empty behavior takes the API's default rules (behavior.FromV2),
+	// whose scale-up policies keep scale events; nil is the legacy path.
+	hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{}
 	f := newFixture(t, source.ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000, 1000, 1000), podMetrics: milliByPod(900, 900, 900)}, hpa)
 	clk := f.ctrl.r.clock.(*testingclock.FakePassiveClock)
 	key := ns + "/web"
