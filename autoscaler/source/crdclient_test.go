@@ -3,6 +3,7 @@ package source
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	goruntime "runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +32,8 @@ type seen struct {
 	proto       map[string]string // "list" or "status": the request's protocol
 	status      string            // the status write's method and request URI
 	contentType string            // the status write's
+	accept      string            // the status write's Accept header
+	body        []byte            // the status write's
 }
 
 // protocolServer is a TLS server that speaks HTTP/2 and HTTP/1.1, as
@@ -49,6 +53,8 @@ func protocolServer(t *testing.T, statusBody string) (*rest.Config, *seen) {
 		if kind == "status" {
 			s.status = r.Method + " " + r.URL.RequestURI()
 			s.contentType = r.Header.Get("Content-Type")
+			s.accept = r.Header.Get("Accept")
+			s.body, _ = io.ReadAll(r.Body)
 		}
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
@@ -82,7 +88,8 @@ var statusProtocolCases = []struct {
 // the list (and so the watch) goes over HTTP/2, the status write over
 // HTTP/1.1 when the workers fit in the transport's idle connections, over
 // HTTP/2 when they do not; both take from one rate limiter, the status
-// writes waiting on it themselves (throttle).
+// writes waiting on it themselves (throttle). The write sends the object
+// without its spec and asks for its metadata alone as the answer.
 func TestHAClientsProtocols(t *testing.T) {
 	cfg, seen := protocolServer(t, `{"apiVersion":"autoscaling.tidal.dev/v1alpha1","kind":"HorizontalAutoscaler","metadata":{"name":"web","namespace":"ns"}}`)
 	for _, tc := range statusProtocolCases {
@@ -115,7 +122,36 @@ func TestHAClientsProtocols(t *testing.T) {
 			if want := "PUT /apis/autoscaling.tidal.dev/v1alpha1/namespaces/ns/horizontalautoscalers/web/status?fieldManager=" + FieldManager; seen.status != want {
 				t.Errorf("status write %q, want %q", seen.status, want)
 			}
+			if want := "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"; seen.accept != want {
+				t.Errorf("status write accepts %q, want %q (the metadata alone, else the object)", seen.accept, want)
+			}
+			if seen.contentType != runtime.ContentTypeJSON {
+				t.Errorf("status write sent %q, want %s", seen.contentType, runtime.ContentTypeJSON)
+			}
+			checkHAStatusBody(t, seen.body)
 		})
+	}
+}
+
+// checkHAStatusBody fails t unless body is a HorizontalAutoscaler status
+// write's: the kind, the metadata and the status, and no spec (the
+// apiserver keeps the stored one).
+func checkHAStatusBody(t *testing.T, body []byte) {
+	t.Helper()
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatalf("status write body %q: %v", body, err)
+	}
+	var members []string
+	for k := range doc {
+		members = append(members, k)
+	}
+	slices.Sort(members)
+	if want := []string{"apiVersion", "kind", "metadata", "status"}; !slices.Equal(members, want) {
+		t.Errorf("status write body has %q, want %q (no spec): %s", members, want, body)
+	}
+	if string(doc["apiVersion"]) != `"autoscaling.tidal.dev/v1alpha1"` || string(doc["kind"]) != `"HorizontalAutoscaler"` {
+		t.Errorf("status write body is a %s %s, want an autoscaling.tidal.dev/v1alpha1 HorizontalAutoscaler", doc["apiVersion"], doc["kind"])
 	}
 }
 
@@ -150,6 +186,32 @@ func TestHPAStatusWriterProtocols(t *testing.T) {
 			}
 			if seen.contentType != runtime.ContentTypeProtobuf {
 				t.Errorf("status write sent %q, want %s", seen.contentType, runtime.ContentTypeProtobuf)
+			}
+			if want := runtime.ContentTypeProtobuf + partialMetadata + "," + runtime.ContentTypeProtobuf; seen.accept != want {
+				t.Errorf("status write accepts %q, want %q (the metadata alone, else the object)", seen.accept, want)
+			}
+		})
+	}
+}
+
+// TestMetadataAnswer: a status write asks for each media type its client
+// accepts as PartialObjectMetadata first, then for the types themselves
+// (what errors come in, and what a server refusing the transform sends).
+func TestMetadataAnswer(t *testing.T) {
+	for _, tc := range []struct{ name, accept, want string }{
+		{"json", "application/json", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"},
+		{"protobuf then json", "application/vnd.kubernetes.protobuf,application/json",
+			"application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1," +
+				"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1," +
+				"application/vnd.kubernetes.protobuf,application/json"},
+		{"spaces after commas", "application/vnd.kubernetes.protobuf, application/json",
+			"application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1," +
+				"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1," +
+				"application/vnd.kubernetes.protobuf, application/json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := metadataAnswer(tc.accept); got != tc.want {
+				t.Errorf("metadataAnswer(%q) = %q, want %q", tc.accept, got, tc.want)
 			}
 		})
 	}

@@ -164,7 +164,14 @@ func NewHPAStatusWriter(cfg *rest.Config, limiter flowcontrol.RateLimiter, worke
 	if err != nil {
 		return nil, err
 	}
-	return restHPAWriter{newStatusPutter(c.RESTClient(), sc.UserAgent, limiter, autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers")}, nil
+	accept := sc.AcceptContentTypes
+	if accept == "" {
+		accept = sc.ContentType
+	}
+	if accept == "" {
+		accept = runtime.ContentTypeJSON // the typed client's default
+	}
+	return restHPAWriter{newStatusPutter(c.RESTClient(), sc.UserAgent, accept, limiter, autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers")}, nil
 }
 
 type restHPAWriter struct{ put statusPutter }

@@ -14,6 +14,7 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	autoscalingclient "k8s.io/client-go/kubernetes/typed/autoscaling/v2"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/metrics"
@@ -213,7 +214,7 @@ func TestStatusWriteThrottleAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return newStatusPutter(c.RESTClient(), "tidal", ownLimiter, autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers")
+		return newStatusPutter(c.RESTClient(), "tidal", runtime.ContentTypeJSON, ownLimiter, autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers")
 	}
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
 	allocs := func(p statusPutter) float64 {

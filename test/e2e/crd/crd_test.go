@@ -1,6 +1,7 @@
 // Package crd applies manifests/crd to a real kube-apiserver and checks
 // what the apiserver does with it: defaults, CEL validation, the status
-// subresource and the printer columns.
+// subresource and the printer columns; and what it answers to the
+// autoscaler's status writes, in crd and native mode.
 package crd
 
 import (
