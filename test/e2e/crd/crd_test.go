@@ -393,17 +393,21 @@ func TestStatusSubresource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _, _ := unstructured.NestedInt64(updated.Object, "status", "desiredReplicas"); v != 3 {
-		t.Errorf("status.desiredReplicas = %d after UpdateStatus, want 3", v)
-	}
-	if v, _, _ := unstructured.NestedInt64(updated.Object, "spec", "maxReplicas"); v != 5 {
-		t.Errorf("spec.maxReplicas = %d after UpdateStatus, want 5 (unchanged)", v)
-	}
+	checkInt(t, updated, "status.desiredReplicas", 3)
+	checkInt(t, updated, "spec.maxReplicas", 5) // unchanged
 	if a := updated.GetAnnotations(); a["kubectl.kubernetes.io/last-applied-configuration"] != "{}" || a["team"] != "shop" {
 		t.Errorf("annotations after a status update without last-applied: %v, want both kept", a)
 	}
 	if updated.GetGeneration() != got.GetGeneration() {
 		t.Errorf("a status update bumped metadata.generation from %d to %d", got.GetGeneration(), updated.GetGeneration())
+	}
+}
+
+// checkInt fails t unless obj's integer field at path (dotted) is want.
+func checkInt(t *testing.T, obj *unstructured.Unstructured, path string, want int64) {
+	t.Helper()
+	if v, _, _ := unstructured.NestedInt64(obj.Object, strings.Split(path, ".")...); v != want {
+		t.Errorf("%s = %d after the status write, want %d", path, v, want)
 	}
 }
 
