@@ -11,6 +11,7 @@ import (
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -91,7 +92,8 @@ func checkMetadataAnswer(t *testing.T, answer []byte, name string) {
 // (JSON, without the spec) and native mode (protobuf) and checks that
 // kube-apiserver stores the status, keeps the spec and its owner, and
 // answers with the object's metadata alone, which the writer discards (the
-// informer delivers the object).
+// informer delivers the object), and that a refused write still gives
+// the apiserver's Status error.
 func TestStatusWrites(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -126,6 +128,11 @@ func TestStatusWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkMetadataAnswer(t, answers.last(), "answer")
+		// A refusal still comes as a Status the client reads: the same
+		// object again carries a resourceVersion no longer current.
+		if err := src.UpdateStatus(ctx, o); !apierrors.IsConflict(err) {
+			t.Errorf("a write of a stale object returned %v, want the Conflict Status", err)
+		}
 		got, err := client(t).Get(ctx, "answer", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -137,7 +144,7 @@ func TestStatusWrites(t *testing.T) {
 		owners := map[string]string{}
 		for _, e := range got.GetManagedFields() {
 			if e.FieldsV1 != nil {
-				owners[e.Manager+"/"+e.Subresource] = string(e.FieldsV1.Raw)
+				owners[e.Manager+"/"+e.Subresource] = e.FieldsV1.GetRawString()
 			}
 		}
 		if f := owners["creator/"]; !strings.Contains(f, `"f:maxReplicas"`) || !strings.Contains(f, `"f:scaleTargetRef"`) {
@@ -174,6 +181,9 @@ func TestStatusWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkMetadataAnswer(t, answers.last(), "answer")
+		if err := w.UpdateStatus(ctx, hpa); !apierrors.IsConflict(err) {
+			t.Errorf("a write of a stale object returned %v, want the Conflict Status", err)
+		}
 		got, err := cs.AutoscalingV2().HorizontalPodAutoscalers("crd").Get(ctx, "answer", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
