@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -103,3 +104,11 @@ func (h *Harness) RestConfigForServiceAccountToken(ctx context.Context, namespac
 	cfg.BearerToken = tr.Status.Token
 	return cfg, nil
 }
+
+// RoundTripFunc is a function as an http.RoundTripper: tests wrap a
+// rest.Config's transport with one (WrapTransport) to see the requests and
+// answers of a client.
+type RoundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip calls f.
+func (f RoundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -47,7 +47,7 @@ func asControllerManager(t *testing.T, ct, part string) (*rest.Config, *seenType
 	cfg.ContentType, cfg.AcceptContentTypes = ct, ""
 	seen := &seenTypes{part: part}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return harness.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(r)
 			if err == nil && strings.Contains(r.URL.Path, part) {
 				seen.mu.Lock()
@@ -59,10 +59,6 @@ func asControllerManager(t *testing.T, ct, part string) (*rest.Config, *seenType
 	})
 	return cfg, seen
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // customMetricsProtobuf reads pods/* with the client
 // kube-controller-manager's HPA controller uses (k8s.io/metrics

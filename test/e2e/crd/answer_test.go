@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
+	"github.com/tidal-autoscaler/tidal/test/harness"
 )
 
 // statusAnswers records the answers to the status writes a config's
@@ -39,7 +40,7 @@ func (a *statusAnswers) config(t *testing.T, contentType string) *rest.Config {
 	cfg := rest.CopyConfig(env.h.Admin)
 	cfg.ContentType = contentType
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return harness.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(r)
 			if err != nil || r.Method != http.MethodPut || !strings.HasSuffix(r.URL.Path, "/status") {
 				return resp, err
@@ -64,10 +65,6 @@ func (a *statusAnswers) last() []byte {
 	}
 	return a.answers[len(a.answers)-1]
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // metaCodecs decode meta.k8s.io/v1's PartialObjectMetadata, in JSON or
 // protobuf, and no other kind.
