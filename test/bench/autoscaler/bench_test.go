@@ -834,9 +834,9 @@ func measure(ctx context.Context, cfg config, procs []proc, users []string, audi
 const maxWindows = 3
 
 // quietWindow measures windows with window until one is free of a kwok
-// burst (kwokBurst), at most max of them: the first quiet one, or the
+// burst (kwokBurst), at most limit of them: the first quiet one, or the
 // last.
-func quietWindow(window func() (phaseResult, error), max int) (phaseResult, error) {
+func quietWindow(window func() (phaseResult, error), limit int) (phaseResult, error) {
 	for n := 1; ; n++ {
 		w, err := window()
 		if err != nil {
@@ -846,7 +846,7 @@ func quietWindow(window func() (phaseResult, error), max int) (phaseResult, erro
 		if !kwokBurst(kwok) {
 			return w, nil
 		}
-		if n >= max {
+		if n >= limit {
 			logf("kwok used %.2f CPU-s a period in %d windows in a row; keeping the last", kwok, n)
 			return w, nil
 		}
