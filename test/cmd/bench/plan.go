@@ -127,27 +127,23 @@ func newPlan(sz sizes, rounds int, peer, noop string) plan {
 		}
 		p.add(job{id: id, pkg: "./test/bench/autoscaler", bench: "^BenchmarkReconcileFleet$", env: env, timeout: sz.fleetTimeout})
 	}
+	// Every moving row measures tidal with the status bound on
+	// (tidal-bounded), the issue's "measure the moving-usage rows with it
+	// on and off", and in native mode (tidal-native), on kcm's own
+	// objects: its status writes are protobuf HPAs, as kcm's, and cost
+	// kube-apiserver the same.
+	moving := []string{"tidal", "kcm", bounded, native}
 	// The sharded row's replicas beside one replica, usage moving. At the
 	// smoke sizes every moving row has the same autoscalers, so the
 	// sharded phase joins their job (one job, one more phase) instead of
 	// starting a harness of its own.
-	moving := []string{"tidal", "kcm"}
 	if sz.fleet1k == sz.fleet10k && sz.fleet3k == sz.fleet10k {
-		moving = append(moving, sharded, bounded, native)
+		moving = []string{"tidal", "kcm", sharded, bounded, native}
 		fleet("fleet-10k-sharded", sz.fleet10k, "moving", moving...)
 	} else {
 		fleet("fleet-10k-sharded", sz.fleet10k, "moving", sharded, "tidal")
 	}
-	// The 1k row also measures the status bound on (tidal-bounded), the
-	// issue's "with it on and off", and native mode (tidal-native), whose
-	// status writes are protobuf HPAs, as kcm's.
-	oneK := slices.Clone(moving)
-	for _, side := range []string{bounded, native} {
-		if !slices.Contains(oneK, side) {
-			oneK = append(oneK, side)
-		}
-	}
-	fleet("fleet-1k-moving", sz.fleet1k, "moving", oneK...)
+	fleet("fleet-1k-moving", sz.fleet1k, "moving", moving...)
 	fleet("fleet-10k-steady", sz.fleet10k, "steady", "tidal", "kcm")
 	// Tidal's CPU per autoscaler at 1k with usage steady, the 10k
 	// steady row's reference; the smoke run's is the same job as 10k's.
@@ -156,15 +152,8 @@ func newPlan(sz sizes, rounds int, peer, noop string) plan {
 	} else {
 		fleet("fleet-1k-steady", sz.fleet1k, "steady", "tidal")
 	}
-	// The 3k and 10k rows also run tidal in native mode, on kcm's own
-	// objects: what a status write costs kube-apiserver is then the same
-	// for both sides.
-	withNative := moving
-	if !slices.Contains(withNative, native) {
-		withNative = append(slices.Clone(moving), native)
-	}
-	fleet("fleet-3k-moving", sz.fleet3k, "moving", withNative...)
-	fleet("fleet-10k-moving", sz.fleet10k, "moving", withNative...)
+	fleet("fleet-3k-moving", sz.fleet3k, "moving", moving...)
+	fleet("fleet-10k-moving", sz.fleet10k, "moving", moving...)
 	// The closed loop's sides take turns inside the benchmark (only one
 	// adapter can own custom.metrics.k8s.io at a time): tidal, upstream,
 	// -rounds times.

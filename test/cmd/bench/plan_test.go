@@ -29,16 +29,15 @@ func TestShardedJob(t *testing.T) {
 	}
 }
 
-// The 1k, 3k and 10k moving rows run tidal in native mode beside tidal and
-// kcm in every round (the 1k row the bounded side too); the steady rows do
-// not.
+// The 1k, 3k and 10k moving rows run tidal with the status bound on and in
+// native mode beside tidal and kcm in every round; the steady rows do not.
 func TestNativeSide(t *testing.T) {
 	full := newPlan(fullSizes(), 2, "", "")
 	for _, tc := range []struct {
 		job, phases string
 	}{
-		{"fleet-3k-moving", "tidal,kcm,tidal-native,tidal,kcm,tidal-native"},
-		{"fleet-10k-moving", "tidal,kcm,tidal-native,tidal,kcm,tidal-native"},
+		{"fleet-3k-moving", "tidal,kcm,tidal-bounded,tidal-native,tidal,kcm,tidal-bounded,tidal-native"},
+		{"fleet-10k-moving", "tidal,kcm,tidal-bounded,tidal-native,tidal,kcm,tidal-bounded,tidal-native"},
 		{"fleet-1k-moving", "tidal,kcm,tidal-bounded,tidal-native,tidal,kcm,tidal-bounded,tidal-native"},
 		{"fleet-10k-steady", "tidal,kcm,tidal,kcm"},
 	} {

@@ -183,14 +183,15 @@ func bound(f sideFigures) string {
 	}
 }
 
-// ceilingNote says when the 2x goal cannot be met: twice kcm's reconciles
-// is more than there are objects, and tidal reconciled every one.
-func ceilingNote(tidal, kcm float64, objects int) string {
+// ceilingNote says when the 2x goal cannot be met by side: twice kcm's
+// reconciles is more than there are objects, and side (one of tidal's)
+// reconciled every one.
+func ceilingNote(side string, tidal, kcm float64, objects int) string {
 	if math.IsNaN(tidal) || math.IsNaN(kcm) || 2*kcm <= float64(objects) || !reconciledAll(tidal, float64(objects)) {
 		return ""
 	}
-	return fmt.Sprintf("twice kcm's figure is %s objects, more than the %d there are: tidal reconciled every object, the most any controller can (%s of the 2x goal)",
-		figure(2*kcm), objects, figure(tidal/(2*kcm)))
+	return fmt.Sprintf("twice kcm's figure is %s objects, more than the %d there are: %s reconciled every object, the most any controller can (%s of the 2x goal)",
+		figure(2*kcm), objects, side, figure(tidal/(2*kcm)))
 }
 
 // reconciledAll is whether reconciles per period cover every object (1%

@@ -179,19 +179,24 @@ func TestShort(t *testing.T) {
 func TestCeilingNote(t *testing.T) {
 	for _, c := range []struct {
 		name        string
+		side        string
 		tidal, kcm  float64
 		objects     int
 		wantCeiling bool
 	}{
-		{"kcm above half, tidal every object: the goal is out of reach", 3055, 1553, 3000, true},
-		{"kcm at or below half: the 2x goal can be met", 3000, 1500, 3000, false},
-		{"tidal short of every object: no excuse", 2900, 1553, 3000, false},
-		{"no figures", math.NaN(), 1553, 3000, false},
+		{"kcm above half, tidal every object: the goal is out of reach", tidal, 3055, 1553, 3000, true},
+		{"the bounded side every object: its note names it", bounded, 3000, 2441, 3000, true},
+		{"kcm at or below half: the 2x goal can be met", tidal, 3000, 1500, 3000, false},
+		{"tidal short of every object: no excuse", tidal, 2900, 1553, 3000, false},
+		{"no figures", tidal, math.NaN(), 1553, 3000, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := ceilingNote(c.tidal, c.kcm, c.objects)
+			got := ceilingNote(c.side, c.tidal, c.kcm, c.objects)
 			if (got != "") != c.wantCeiling {
-				t.Fatalf("ceilingNote(%v, %v, %d) = %q, want a note: %v", c.tidal, c.kcm, c.objects, got, c.wantCeiling)
+				t.Fatalf("ceilingNote(%s, %v, %v, %d) = %q, want a note: %v", c.side, c.tidal, c.kcm, c.objects, got, c.wantCeiling)
+			}
+			if c.wantCeiling && !strings.Contains(got, ": "+c.side+" reconciled every object") {
+				t.Errorf("ceilingNote names another side: %q", got)
 			}
 		})
 	}
