@@ -69,25 +69,39 @@ func (c *cadence) forget(key string) {
 	delete(c.due, key)
 }
 
-// nextDue is when the reconcile after one due at due is due: one period
-// later, or now if that has passed (a queue more than a period behind
-// works through its keys as fast as it can; it does not skip them).
+// nextDue is when the reconcile after one due at due, started at start, is
+// due: one period after due, or now if that has passed (a queue more than
+// a period behind works through its keys as fast as it can; it does not
+// skip them).
+//
+// But never sooner than a period less maxDrift after start: a reconcile
+// that waited long in the queue would otherwise come back moments after
+// it ran (due at 0, started at 12 s, due again at 15 s), and under a
+// backed-up queue a key reconciled twice within a period lets the
+// per-reconcile scale-up limit of the legacy rules act twice (3 -> 6 -> 12
+// where upstream, whose intervals are never shorter than the period,
+// reaches 6). A wait up to maxDrift does not move the next time: most
+// waits are that short, and counting them would stretch every interval
+// (1,000 autoscalers came round every ~15.7 s instead of 15 when counted
+// from the end of each reconcile).
 //
 // An autoscaler that shares its namespace's PodMetrics list (aligned)
 // comes due on the namespace's beat instead, the instants congruent to
 // beat modulo period, so that the autoscalers of a namespace come due
 // together and one list serves them all. One off the beat (just created,
-// or its namespace just got a second autoscaler, or the queue fell a
-// period behind) moves towards the beat by at most maxDrift of a period
-// per interval: no interval is shorter than a period, as upstream's never
-// is (a shorter one would let the per-reconcile scale-up limit of the
-// legacy rules act twice within a period: 3 -> 6 -> 12 where upstream
-// reaches 6), and none longer than 1.1 periods, so that every autoscaler
-// is still reconciled about once a period while it joins the beat (going
-// straight to the beat made one interval up to two periods). It joins
-// within ten intervals; from then on every interval is exactly the period.
-func nextDue(due, now time.Time, period, beat time.Duration, aligned bool) time.Time {
+// or its namespace just got a second autoscaler, or the queue fell
+// behind) moves towards the beat by at most maxDrift per interval: the
+// beat adds at most a tenth of a period to an interval, so that every
+// autoscaler is still reconciled about once a period while it joins the
+// beat (going straight to the beat made one interval up to two periods).
+// It joins within ten intervals; from then on every interval is exactly
+// the period. Either way the next reconcile is due at most 1.1 periods
+// after this one started.
+func nextDue(due, start, now time.Time, period, beat time.Duration, aligned bool) time.Time {
 	next := due.Add(period)
+	if floor := start.Add(period - maxDrift(period)); next.Before(floor) {
+		next = floor
+	}
 	if aligned {
 		next = next.Add(min(untilBeat(next, period, beat), maxDrift(period)))
 	}

@@ -22,33 +22,45 @@ func TestNextDue(t *testing.T) {
 		beat   = 3 * time.Second
 	)
 	tests := []struct {
-		name     string
-		due, now time.Time
-		aligned  bool
-		want     time.Time
+		name            string
+		due, start, now time.Time
+		aligned         bool
+		want            time.Time
 	}{
-		{name: "reconciled when due", due: t0, now: t0, want: t0.Add(period)},
-		{name: "a wait in the queue does not stretch the period", due: t0, now: t0.Add(2 * time.Second), want: t0.Add(period)},
-		{name: "a slow reconcile does not stretch it either", due: t0, now: t0.Add(14 * time.Second), want: t0.Add(period)},
-		{name: "a period behind: at once", due: t0, now: t0.Add(period), want: t0.Add(period)},
-		{name: "more than a period behind: at once, not a catch-up", due: t0, now: t0.Add(40 * time.Second), want: t0.Add(40 * time.Second)},
-		{name: "aligned, on the beat: one period", due: t0, now: t0, aligned: true, want: t0.Add(period)},
-		{name: "aligned, the beat within reach: joins it", due: t0.Add(-time.Second), now: t0, aligned: true, want: t0.Add(period)},
-		{name: "aligned, just before the beat: a period and a moment", due: t0.Add(-time.Millisecond), now: t0, aligned: true, want: t0.Add(period)},
-		{name: "aligned, off the beat: a tenth of a period towards it", due: t0.Add(5 * time.Second), now: t0.Add(5 * time.Second), aligned: true, want: t0.Add(period + 6500*time.Millisecond)},
-		{name: "aligned, just after the beat: a tenth of a period, not almost two", due: t0.Add(time.Millisecond), now: t0.Add(time.Millisecond), aligned: true, want: t0.Add(period + 1501*time.Millisecond)},
-		{name: "aligned, a period behind: at once", due: t0, now: t0.Add(20 * time.Second), aligned: true, want: t0.Add(20 * time.Second)},
+		{name: "reconciled when due", due: t0, start: t0, now: t0, want: t0.Add(period)},
+		{name: "a short wait in the queue does not stretch the period", due: t0, start: t0.Add(1500 * time.Millisecond), now: t0.Add(2 * time.Second), want: t0.Add(period)},
+		{name: "a slow reconcile does not stretch it either", due: t0, start: t0, now: t0.Add(14 * time.Second), want: t0.Add(period)},
+		{name: "a long wait: not back moments after it ran", due: t0, start: t0.Add(12 * time.Second), now: t0.Add(12100 * time.Millisecond), want: t0.Add(25500 * time.Millisecond)},
+		{name: "a period behind: 0.9 periods after the start", due: t0, start: t0.Add(40 * time.Second), now: t0.Add(40100 * time.Millisecond), want: t0.Add(53500 * time.Millisecond)},
+		{name: "a reconcile longer than a period: at once, not a catch-up", due: t0, start: t0, now: t0.Add(40 * time.Second), want: t0.Add(40 * time.Second)},
+		{name: "aligned, on the beat: one period", due: t0, start: t0, now: t0, aligned: true, want: t0.Add(period)},
+		{name: "aligned, the beat within reach: joins it", due: t0.Add(-time.Second), start: t0, now: t0, aligned: true, want: t0.Add(period)},
+		{name: "aligned, just before the beat: a period and a moment", due: t0.Add(-time.Millisecond), start: t0, now: t0, aligned: true, want: t0.Add(period)},
+		{name: "aligned, off the beat: a tenth of a period towards it", due: t0.Add(5 * time.Second), start: t0.Add(5 * time.Second), now: t0.Add(5 * time.Second), aligned: true, want: t0.Add(period + 6500*time.Millisecond)},
+		{name: "aligned, just after the beat: a tenth of a period, not almost two", due: t0.Add(time.Millisecond), start: t0.Add(time.Millisecond), now: t0.Add(time.Millisecond), aligned: true, want: t0.Add(period + 1501*time.Millisecond)},
+		{name: "aligned, a period behind: after the floor, a tenth towards the beat", due: t0, start: t0.Add(20 * time.Second), now: t0.Add(20 * time.Second), aligned: true, want: t0.Add(35 * time.Second)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := nextDue(tt.due, tt.now, period, beat, tt.aligned)
+			got := nextDue(tt.due, tt.start, tt.now, period, beat, tt.aligned)
 			if !got.Equal(tt.want) {
-				t.Errorf("nextDue(t0+%s, now t0+%s) = t0+%s, want t0+%s", tt.due.Sub(t0), tt.now.Sub(t0), got.Sub(t0), tt.want.Sub(t0))
+				t.Errorf("nextDue(t0+%s, started t0+%s, now t0+%s) = t0+%s, want t0+%s", tt.due.Sub(t0), tt.start.Sub(t0), tt.now.Sub(t0), got.Sub(t0), tt.want.Sub(t0))
 			}
-			// Never sooner than upstream (a period), never more than a
-			// tenth of a period later.
-			if d := got.Sub(tt.due); got.After(tt.now) && (d < period || d > period+period/10) {
-				t.Errorf("interval %s, want in [%s, %s]", d, period, period+period/10)
+			if !got.After(tt.now) {
+				return
+			}
+			// Never sooner than 0.9 periods after the start (upstream's
+			// intervals are never shorter than a period), nor than a
+			// period after due; the beat adds at most a tenth.
+			if d := got.Sub(tt.start); d < period-period/10 {
+				t.Errorf("%s after the start, want at least %s", d, period-period/10)
+			}
+			base := tt.due.Add(period)
+			if floor := tt.start.Add(period - period/10); base.Before(floor) {
+				base = floor
+			}
+			if d := got.Sub(base); d < 0 || d > period/10 {
+				t.Errorf("%s past max(due+period, start+0.9 periods), want in [0, %s]", d, period/10)
 			}
 		})
 	}
@@ -68,7 +80,7 @@ func TestNextDueJoinsTheBeat(t *testing.T) {
 			due := t0.Add(start)
 			joined := -1
 			for i := range 15 {
-				next := nextDue(due, due, period, beat, true)
+				next := nextDue(due, due, due, period, beat, true)
 				if d := next.Sub(due); d < period || d > period+period/10 {
 					t.Fatalf("interval %d: %s, want in [%s, %s]", i+1, d, period, period+period/10)
 				}
@@ -155,30 +167,42 @@ func (q *recordingQueue) AddAfter(key string, d time.Duration) {
 	q.TypedDelayingInterface.AddAfter(key, d)
 }
 
-// TestWaitInQueueDoesNotStretchThePeriod: a key added at t0 and reconciled
-// at t0+2s (it waited in the queue) comes back at t0+15s, not t0+17s; a
-// status write's event while it waits neither pushes that later nor
-// queues it again.
-func TestWaitInQueueDoesNotStretchThePeriod(t *testing.T) {
-	f := newFixture(t, source.ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000), podMetrics: milliByPod(500)},
-		newHPA("web", nil, 10, cpuUtilization(50)))
-	q := &recordingQueue{TypedDelayingInterface: f.ctrl.queue}
-	f.ctrl.queue = q
-	defer q.ShutDown()
-	clk := f.ctrl.r.clock.(*testingclock.FakePassiveClock)
-	clk.SetTime(clk.Now().Add(2 * time.Second))
-
-	// The informer delivers the status write's event during the reconcile.
-	f.ctrl.update(newHPA("web", nil, 10), newHPA("web", nil, 10))
-	if !f.ctrl.processNextWorkItem(context.Background()) {
-		t.Fatal("queue shut down")
+// TestWaitInQueue: a key added at t0 and reconciled at t0+1s (it waited in
+// the queue) comes back at t0+15s, not t0+16s; one that waited 12s comes
+// back 0.9 periods after it ran, not 3s after. A status write's event
+// while it waits neither pushes that later nor queues it again.
+func TestWaitInQueue(t *testing.T) {
+	tests := []struct {
+		name string
+		wait time.Duration
+		want time.Duration // the delay the reconcile asks for
+	}{
+		{name: "a short wait does not stretch the period", wait: time.Second, want: 14 * time.Second},
+		{name: "a long wait: not back moments after it ran", wait: 12 * time.Second, want: 13500 * time.Millisecond},
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	// The event finds the key waiting for an earlier time and does not
-	// queue it again.
-	if len(q.delays) != 1 || q.delays[0] != 13*time.Second {
-		t.Fatalf("AddAfter delays = %v, want [13s (after the reconcile due 2s ago)]", q.delays)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, source.ModeNative, world{scale: newScale(3, 3, "app=web"), pods: pods(1000), podMetrics: milliByPod(500)},
+				newHPA("web", nil, 10, cpuUtilization(50)))
+			q := &recordingQueue{TypedDelayingInterface: f.ctrl.queue}
+			f.ctrl.queue = q
+			defer q.ShutDown()
+			clk := f.ctrl.r.clock.(*testingclock.FakePassiveClock)
+			clk.SetTime(clk.Now().Add(tt.wait))
+
+			// The informer delivers the status write's event during the reconcile.
+			f.ctrl.update(newHPA("web", nil, 10), newHPA("web", nil, 10))
+			if !f.ctrl.processNextWorkItem(context.Background()) {
+				t.Fatal("queue shut down")
+			}
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			// The event finds the key waiting for an earlier time and does
+			// not queue it again.
+			if len(q.delays) != 1 || q.delays[0] != tt.want {
+				t.Fatalf("AddAfter delays = %v, want [%s]", q.delays, tt.want)
+			}
+		})
 	}
 }
 
@@ -223,11 +247,16 @@ func TestNamespaceAutoscalersComeDueTogether(t *testing.T) {
 		f.ctrl.cadence.forget(key)
 		f.ctrl.cadence.scheduled(key, due[0])
 	}
-	// Both are in the queue (the fixture added them): reconcile them 6s
-	// after the beat, then each at the time it asked for.
-	clk.SetTime(onBeat.Add(6 * time.Second))
+	// Both are in the queue (the fixture added them, web first): reconcile
+	// each when it is due (a longer wait would move it later, see
+	// nextDue), then each at the time it asked for.
 	for i := 0; i < 2+2*12; i++ {
-		if i >= 2 {
+		switch i {
+		case 0:
+			clk.SetTime(dues[ns+"/web"][0])
+		case 1:
+			clk.SetTime(dues[ns+"/api"][0])
+		default:
 			next := q.pending[0]
 			q.pending = q.pending[1:]
 			dues[next.key] = append(dues[next.key], next.at)
@@ -281,7 +310,7 @@ func TestEchoKeepsTheCadence(t *testing.T) {
 	// processNextWorkItem's steps, with the echo between them.
 	got := f.ctrl.cadence.started(key, clk.Now())
 	f.ctrl.update(newHPA("web", nil, 10), newHPA("web", nil, 10))
-	want := nextDue(got, clk.Now(), period, beat, f.ctrl.sharesNamespace(ns))
+	want := nextDue(got, clk.Now(), clk.Now(), period, beat, f.ctrl.sharesNamespace(ns))
 	f.ctrl.scheduleAt(key, want)
 
 	if want.Sub(due) <= period {

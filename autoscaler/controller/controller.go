@@ -258,14 +258,14 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		utilruntime.HandleErrorWithContext(ctx, err, "Reconciling an autoscaler failed", "key", key)
 	}
 	// Always come back one sync period after this reconcile was due (on
-	// the namespace's beat when its autoscalers share a PodMetrics list),
-	// errors included; an earlier time already waiting wins, so each key
-	// is reconciled once per period.
+	// the namespace's beat when its autoscalers share a PodMetrics list;
+	// later when it waited long in the queue), errors included; an earlier
+	// time already waiting wins, so each key is reconciled once per period.
 	if deleted {
 		c.visits.forget(key)
 	} else {
 		ns, _, _ := cache.SplitMetaNamespaceKey(key)
-		c.scheduleAt(key, nextDue(due, c.r.clock.Now(), c.period, namespaceBeat(ns, c.period), c.sharesNamespace(ns)))
+		c.scheduleAt(key, nextDue(due, now, c.r.clock.Now(), c.period, namespaceBeat(ns, c.period), c.sharesNamespace(ns)))
 	}
 	return true
 }
@@ -339,7 +339,8 @@ func (c *Controller) add(obj any) {
 // update queues at once on a spec change (metadata.generation bumped).
 // Other updates (the controller's own status writes coming back, resyncs)
 // change nothing: every reconcile schedules the next one, at most 1.1
-// periods later (nextDue), so a key is always waiting or being reconciled.
+// periods after it started (nextDue), so a key is always waiting or being
+// reconciled.
 // They only queue a key that nothing schedules, two periods on, as a net:
 // any earlier time would win over the cadence's and pull the key off its
 // namespace's beat (an echo arrives a moment after its reconcile was due).
