@@ -338,6 +338,7 @@ func rows(p plan) []row {
 						reconciles: m("reconciles-per-period"), autoscalers: float64(n.count),
 						cpu: m("cpu-per-period"), apiserverCPU: m("kube-apiserver-cpu-per-period"), etcdCPU: m("etcd-cpu-per-period"), machine: m("machine-cpu-per-period"),
 						requests: m("requests-per-period"), cores: float64(runtime.NumCPU()), periodSeconds: sz.syncPeriod.Seconds(), qps: qps,
+						gap: m("longest-visit-gap"),
 						rest: []processCPU{
 							{"kwok", m(samples.KwokCPU)},
 							{"kube-controller-manager's workload controllers and garbage collector", m(samples.WorkloadControllersCPU)},
@@ -346,7 +347,8 @@ func rows(p plan) []row {
 					})))
 				}
 				for _, side := range []string{tidal, bounded, native} {
-					if c := ceilingNote(side, median(d.values(at(side, "reconciles-per-period"))), median(d.values(at(kcm, "reconciles-per-period"))), n.count); c != "" {
+					m := func(side, metric string) float64 { return median(d.values(at(side, metric))) }
+					if c := ceilingNote(side, m(side, "reconciles-per-period"), m(kcm, "reconciles-per-period"), n.count, m(side, "longest-visit-gap"), sz.syncPeriod.Seconds()); c != "" {
 						notes = append(notes, c)
 					}
 				}

@@ -118,6 +118,9 @@ type sideFigures struct {
 	cpu, apiserverCPU, etcdCPU, machine float64
 	requests                            float64
 	cores, periodSeconds                float64
+	// gap is the longest time in seconds between two reconciles of one
+	// object; 0 or NaN: not measured.
+	gap float64
 	// qps is the controller's client limit; 0: none known.
 	qps float64
 	// rest are the other processes' CPU-s in the same window (kwok, the
@@ -152,7 +155,10 @@ func restOfMachine(f sideFigures, machine float64) string {
 }
 
 // bound names what most likely limited a controller's reconciles per
-// period, from its figures: none when it reconciled every object; its own
+// period, from its figures: none when it reconciled every object each
+// period (by its count and its longest gap: a count that covers the
+// objects while the gap is over 1.5 periods counts some twice in a period
+// and leaves others out, and then the rest of the figures say why); its own
 // CPU when it alone used nearly all the cores; its client's QPS limit when
 // its requests reached it (and not far past it: a total well over one
 // client's limit comes from several clients, each with a limit of its own,
@@ -160,6 +166,19 @@ func restOfMachine(f sideFigures, machine float64) string {
 // nothing of any one); the machine's CPU when all its cores were nearly
 // always busy.
 func bound(f sideFigures) string {
+	prefix := ""
+	if reconciledAll(f.reconciles, f.autoscalers) {
+		if !gapOver(f.gap, f.periodSeconds) {
+			return "not bound: every object reconciled each period"
+		}
+		prefix = fmt.Sprintf("not every object each period (the count covers them, but the longest gap between two reconciles of one was %s s, over 1.5 periods): ", figure(f.gap))
+	}
+	return prefix + limit(f)
+}
+
+// limit is bound's reading of a controller that did not reconcile every
+// object each period.
+func limit(f sideFigures) string {
 	capacity := f.cores * f.periodSeconds
 	control := f.cpu + f.apiserverCPU + f.etcdCPU
 	machine := f.machine
@@ -167,8 +186,6 @@ func bound(f sideFigures) string {
 		machine = 0
 	}
 	switch {
-	case reconciledAll(f.reconciles, f.autoscalers):
-		return "not bound: every object reconciled each period"
 	case f.cpu >= 0.9*capacity:
 		return fmt.Sprintf("its own CPU (%s of %s CPU-s per period)", figure(f.cpu), figure(capacity))
 	case f.qps > 0 && f.requests >= 0.9*f.qps*f.periodSeconds && f.requests <= 1.1*f.qps*f.periodSeconds:
@@ -185,15 +202,25 @@ func bound(f sideFigures) string {
 
 // ceilingNote says when the 2x goal cannot be met by side: twice kcm's
 // reconciles is more than there are objects, and side (one of tidal's)
-// reconciled every one.
-func ceilingNote(side string, tidal, kcm float64, objects int) string {
-	if math.IsNaN(tidal) || math.IsNaN(kcm) || 2*kcm <= float64(objects) || !reconciledAll(tidal, float64(objects)) {
+// reconciled every one each period (by its count and its longest gap,
+// gapSeconds, in a period of periodSeconds).
+func ceilingNote(side string, reconciles, kcm float64, objects int, gapSeconds, periodSeconds float64) string {
+	if math.IsNaN(reconciles) || math.IsNaN(kcm) || 2*kcm <= float64(objects) || !reconciledAll(reconciles, float64(objects)) || gapOver(gapSeconds, periodSeconds) {
 		return ""
 	}
 	return fmt.Sprintf("twice kcm's figure is %s objects, more than the %d there are: %s reconciled every object, the most any controller can (%s of the 2x goal)",
-		figure(2*kcm), objects, side, figure(tidal/(2*kcm)))
+		figure(2*kcm), objects, side, figure(reconciles/(2*kcm)))
 }
 
 // reconciledAll is whether reconciles per period cover every object (1%
 // short for the window's edges).
 func reconciledAll(reconciles, objects float64) bool { return reconciles >= 0.99*objects }
+
+// gapOver is whether the longest gap between two reconciles of one object
+// shows that some were not reconciled every period: over 1.5 periods (a
+// queue that keeps up leaves up to about 1.3: the gap is sampled once a
+// period, and a reconcile may wait in the queue). Unmeasured (0 or NaN):
+// no.
+func gapOver(gapSeconds, periodSeconds float64) bool {
+	return !math.IsNaN(gapSeconds) && gapSeconds > 1.5*periodSeconds
+}

@@ -95,24 +95,29 @@ func TestBound(t *testing.T) {
 		name                                                            string
 		reconciles, autoscalers, cpu, api, etcd, machine, requests, qps float64
 		want                                                            string
+		gap                                                             float64
 	}{
-		{"all reconciled", 1000, 1000, 29, 0, 0, 30, 0, 0, "not bound"},
-		{"own CPU", 500, 1000, 28, 0, 0, 29, 0, 0, "its own CPU"},
-		{"client QPS", 500, 1000, 5, 5, 1, 20, 2900, 200, "QPS limit"},
+		{"all reconciled", 1000, 1000, 29, 0, 0, 30, 0, 0, "not bound", 0},
+		{"all reconciled, gap within a period and a bit", 1000, 1000, 29, 0, 0, 30, 0, 0, "not bound", 19.7},
+		// The bounded side at 10k (2026-11-30 17:35 UTC): 12,037 reconciles
+		// a period of 10,000 objects, the longest gap 25 s.
+		{"the count covers every object, the gap does not", 12037, 10000, 2.56, 12.7, 2, 29, 2241, 200, "not every object each period (the count covers them, but the longest gap between two reconciles of one was 25.2 s, over 1.5 periods): the machine's CPU", 25.2},
+		{"own CPU", 500, 1000, 28, 0, 0, 29, 0, 0, "its own CPU", 0},
+		{"client QPS", 500, 1000, 5, 5, 1, 20, 2900, 200, "QPS limit", 0},
 		// kcm at 3k (2026-11-30 00:28 UTC): 7,073 requests a period from
 		// its three clients, each under its own 3,000; the machine full.
-		{"several clients past one's limit, machine busy", 2443, 3000, 8.38, 13.1, 2.34, 29.0, 7073, 200, "the machine's CPU (29.0 of 30.0"},
-		{"several clients past one's limit, machine idle", 500, 1000, 5, 5, 1, 15, 7073, 200, "not determined"},
-		{"machine busy, control plane alone under the line", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "the machine's CPU (28.0 of 30.0"},
-		{"machine busy, the rest not measured (older runs)", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "etcd 1.80; the rest kwok, the metrics server and the harness)"},
-		{"machine not measured, control plane over the line", 500, 1000, 10, 14, 4, 0, 100, 200, "the machine's CPU (with kube-apiserver"},
-		{"machine not in the samples (older runs)", 500, 1000, 10, 14, 4, math.NaN(), 100, 200, "the machine's CPU (with kube-apiserver"},
-		{"machine measured and idle enough", 500, 1000, 10, 14, 4, 20, 100, 200, "not determined"},
-		{"undetermined", 500, 1000, 5, 5, 1, 15, 100, 200, "not determined"},
+		{"several clients past one's limit, machine busy", 2443, 3000, 8.38, 13.1, 2.34, 29.0, 7073, 200, "the machine's CPU (29.0 of 30.0", 0},
+		{"several clients past one's limit, machine idle", 500, 1000, 5, 5, 1, 15, 7073, 200, "not determined", 0},
+		{"machine busy, control plane alone under the line", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "the machine's CPU (28.0 of 30.0", 0},
+		{"machine busy, the rest not measured (older runs)", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "etcd 1.80; the rest kwok, the metrics server and the harness)", 0},
+		{"machine not measured, control plane over the line", 500, 1000, 10, 14, 4, 0, 100, 200, "the machine's CPU (with kube-apiserver", 0},
+		{"machine not in the samples (older runs)", 500, 1000, 10, 14, 4, math.NaN(), 100, 200, "the machine's CPU (with kube-apiserver", 0},
+		{"machine measured and idle enough", 500, 1000, 10, 14, 4, 20, 100, 200, "not determined", 0},
+		{"undetermined", 500, 1000, 5, 5, 1, 15, 100, 200, "not determined", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := bound(sideFigures{reconciles: tc.reconciles, autoscalers: tc.autoscalers, cpu: tc.cpu, apiserverCPU: tc.api, etcdCPU: tc.etcd,
-				machine: tc.machine, requests: tc.requests, cores: 2, periodSeconds: 15, qps: tc.qps})
+				machine: tc.machine, requests: tc.requests, cores: 2, periodSeconds: 15, qps: tc.qps, gap: tc.gap})
 			if !strings.Contains(got, tc.want) {
 				t.Errorf("bound = %q, want it to say %q", got, tc.want)
 			}
@@ -178,22 +183,25 @@ func TestShort(t *testing.T) {
 
 func TestCeilingNote(t *testing.T) {
 	for _, c := range []struct {
-		name        string
-		side        string
-		tidal, kcm  float64
-		objects     int
-		wantCeiling bool
+		name            string
+		side            string
+		reconciles, kcm float64
+		objects         int
+		gap             float64
+		wantCeiling     bool
 	}{
-		{"kcm above half, tidal every object: the goal is out of reach", tidal, 3055, 1553, 3000, true},
-		{"the bounded side every object: its note names it", bounded, 3000, 2441, 3000, true},
-		{"kcm at or below half: the 2x goal can be met", tidal, 3000, 1500, 3000, false},
-		{"tidal short of every object: no excuse", tidal, 2900, 1553, 3000, false},
-		{"no figures", tidal, math.NaN(), 1553, 3000, false},
+		{"kcm above half, tidal every object: the goal is out of reach", tidal, 3055, 1553, 3000, 18.2, true},
+		{"the bounded side every object: its note names it", bounded, 3000, 2441, 3000, 17.9, true},
+		{"no gap measured: the count alone", tidal, 3055, 1553, 3000, math.NaN(), true},
+		{"kcm at or below half: the 2x goal can be met", tidal, 3000, 1500, 3000, 18.2, false},
+		{"tidal short of every object: no excuse", tidal, 2900, 1553, 3000, 18.2, false},
+		{"the count covers every object but the gap does not: no excuse", bounded, 12037, 5100, 10000, 25.2, false},
+		{"no figures", tidal, math.NaN(), 1553, 3000, 18.2, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := ceilingNote(c.side, c.tidal, c.kcm, c.objects)
+			got := ceilingNote(c.side, c.reconciles, c.kcm, c.objects, c.gap, 15)
 			if (got != "") != c.wantCeiling {
-				t.Fatalf("ceilingNote(%s, %v, %v, %d) = %q, want a note: %v", c.side, c.tidal, c.kcm, c.objects, got, c.wantCeiling)
+				t.Fatalf("ceilingNote(%s, %v, %v, %d, gap %v) = %q, want a note: %v", c.side, c.reconciles, c.kcm, c.objects, c.gap, got, c.wantCeiling)
 			}
 			if c.wantCeiling && !strings.Contains(got, ": "+c.side+" reconciled every object") {
 				t.Errorf("ceilingNote names another side: %q", got)
