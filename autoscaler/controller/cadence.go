@@ -70,20 +70,19 @@ func (c *cadence) forget(key string) {
 }
 
 // nextDue is when the reconcile after one due at due, started at start, is
-// due: one period after due, or now if that has passed (a queue more than
-// a period behind works through its keys as fast as it can; it does not
-// skip them).
+// due: one period after due, but never sooner than a period less maxDrift
+// after start, and now if that has passed (a reconcile that itself took
+// that long: the key is queued at once, not skipped).
 //
-// But never sooner than a period less maxDrift after start: a reconcile
-// that waited long in the queue would otherwise come back moments after
-// it ran (due at 0, started at 12 s, due again at 15 s), and under a
-// backed-up queue a key reconciled twice within a period lets the
-// per-reconcile scale-up limit of the legacy rules act twice (3 -> 6 -> 12
-// where upstream, whose intervals are never shorter than the period,
-// reaches 6). A wait up to maxDrift does not move the next time: most
-// waits are that short, and counting them would stretch every interval
-// (1,000 autoscalers came round every ~15.7 s instead of 15 when counted
-// from the end of each reconcile).
+// The floor after start: a reconcile that waited long in the queue would
+// otherwise come back moments after it ran (due at 0, started at 12 s, due
+// again at 15 s), and under a backed-up queue a key reconciled twice
+// within a period lets the per-reconcile scale-up limit of the legacy
+// rules act twice (3 -> 6 -> 12 where upstream, whose intervals are never
+// shorter than the period, reaches 6). A wait up to maxDrift does not move
+// the next time: most waits are that short, and counting them would
+// stretch every interval (1,000 autoscalers came round every ~15.7 s
+// instead of 15 when counted from the end of each reconcile).
 //
 // An autoscaler that shares its namespace's PodMetrics list (aligned)
 // comes due on the namespace's beat instead, the instants congruent to
