@@ -331,10 +331,11 @@ func rows(p plan) []row {
 			},
 			notes: func(d data) []string {
 				var notes []string
+				figs := map[string]sideFigures{}
 				for _, side := range []string{tidal, kcm, bounded, native} {
 					m := func(metric string) float64 { return median(d.values(at(side, metric))) }
 					qps := float64(sz.qps) // both sides'
-					notes = append(notes, fmt.Sprintf("%s bound by: %s", side, bound(sideFigures{
+					figs[side] = sideFigures{
 						reconciles: m("reconciles-per-period"), autoscalers: float64(n.count),
 						cpu: m("cpu-per-period"), apiserverCPU: m("kube-apiserver-cpu-per-period"), etcdCPU: m("etcd-cpu-per-period"), machine: m("machine-cpu-per-period"),
 						requests: m("requests-per-period"), cores: float64(runtime.NumCPU()), periodSeconds: sz.syncPeriod.Seconds(), qps: qps,
@@ -344,11 +345,11 @@ func rows(p plan) []row {
 							{"kube-controller-manager's workload controllers and garbage collector", m(samples.WorkloadControllersCPU)},
 							{"the benchmark's process (test metrics server, harness)", m(samples.BenchmarkProcessCPU)},
 						},
-					})))
+					}
+					notes = append(notes, fmt.Sprintf("%s bound by: %s", side, bound(figs[side])))
 				}
 				for _, side := range []string{tidal, bounded, native} {
-					m := func(side, metric string) float64 { return median(d.values(at(side, metric))) }
-					if c := ceilingNote(side, m(side, "reconciles-per-period"), m(kcm, "reconciles-per-period"), n.count, m(side, "longest-visit-gap"), sz.syncPeriod.Seconds()); c != "" {
+					if c := ceilingNote(side, figs[side], figs[kcm].reconciles); c != "" {
 						notes = append(notes, c)
 					}
 				}

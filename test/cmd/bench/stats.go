@@ -166,11 +166,11 @@ func restOfMachine(f sideFigures, machine float64) string {
 // nothing of any one); the machine's CPU when all its cores were nearly
 // always busy.
 func bound(f sideFigures) string {
+	if everyObjectEachPeriod(f) {
+		return "not bound: every object reconciled each period"
+	}
 	prefix := ""
 	if reconciledAll(f.reconciles, f.autoscalers) {
-		if !gapOver(f.gap, f.periodSeconds) {
-			return "not bound: every object reconciled each period"
-		}
 		prefix = fmt.Sprintf("not every object each period (the count covers them, but the longest gap between two reconciles of one was %s s, over 1.5 periods): ", figure(f.gap))
 	}
 	return prefix + limit(f)
@@ -201,15 +201,20 @@ func limit(f sideFigures) string {
 }
 
 // ceilingNote says when the 2x goal cannot be met by side: twice kcm's
-// reconciles is more than there are objects, and side (one of tidal's)
-// reconciled every one each period (by its count and its longest gap,
-// gapSeconds, in a period of periodSeconds).
-func ceilingNote(side string, reconciles, kcm float64, objects int, gapSeconds, periodSeconds float64) string {
-	if math.IsNaN(reconciles) || math.IsNaN(kcm) || 2*kcm <= float64(objects) || !reconciledAll(reconciles, float64(objects)) || gapOver(gapSeconds, periodSeconds) {
+// reconciles is more than there are objects (f.autoscalers), and side (one
+// of tidal's, its figures f) reconciled every one each period.
+func ceilingNote(side string, f sideFigures, kcm float64) string {
+	if math.IsNaN(kcm) || 2*kcm <= f.autoscalers || !everyObjectEachPeriod(f) {
 		return ""
 	}
-	return fmt.Sprintf("twice kcm's figure is %s objects, more than the %d there are: %s reconciled every object, the most any controller can (%s of the 2x goal)",
-		figure(2*kcm), objects, side, figure(reconciles/(2*kcm)))
+	return fmt.Sprintf("twice kcm's figure is %s objects, more than the %s there are: %s reconciled every object, the most any controller can (%s of the 2x goal)",
+		figure(2*kcm), figure(f.autoscalers), side, figure(f.reconciles/(2*kcm)))
+}
+
+// everyObjectEachPeriod is whether a side reconciled every object each
+// period: by its count, and by its longest gap where that was measured.
+func everyObjectEachPeriod(f sideFigures) bool {
+	return reconciledAll(f.reconciles, f.autoscalers) && !gapOver(f.gap, f.periodSeconds)
 }
 
 // reconciledAll is whether reconciles per period cover every object (1%

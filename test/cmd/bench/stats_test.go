@@ -199,7 +199,7 @@ func TestCeilingNote(t *testing.T) {
 		{"no figures", tidal, math.NaN(), 1553, 3000, 18.2, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := ceilingNote(c.side, c.reconciles, c.kcm, c.objects, c.gap, 15)
+			got := ceilingNote(c.side, sideFigures{reconciles: c.reconciles, autoscalers: float64(c.objects), gap: c.gap, periodSeconds: 15}, c.kcm)
 			if (got != "") != c.wantCeiling {
 				t.Fatalf("ceilingNote(%s, %v, %v, %d, gap %v) = %q, want a note: %v", c.side, c.reconciles, c.kcm, c.objects, c.gap, got, c.wantCeiling)
 			}
