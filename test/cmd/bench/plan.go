@@ -127,18 +127,15 @@ func newPlan(sz sizes, rounds int, peer, noop string) plan {
 		}
 		p.add(job{id: id, pkg: "./test/bench/autoscaler", bench: "^BenchmarkReconcileFleet$", env: env, timeout: sz.fleetTimeout})
 	}
-	// Every moving row measures tidal with the status bound on
-	// (tidal-bounded), the issue's "measure the moving-usage rows with it
-	// on and off", and in native mode (tidal-native), on kcm's own
-	// objects: its status writes are protobuf HPAs, as kcm's, and cost
-	// kube-apiserver the same.
-	moving := []string{"tidal", "kcm", bounded, native}
+	// Every moving row runs movingSides; tidal-native's status writes
+	// are protobuf HPAs, as kcm's, and cost kube-apiserver the same.
+	moving := movingSides
 	// The sharded row's replicas beside one replica, usage moving. At the
 	// smoke sizes every moving row has the same autoscalers, so the
 	// sharded phase joins their job (one job, one more phase) instead of
 	// starting a harness of its own.
 	if sz.fleet1k == sz.fleet10k && sz.fleet3k == sz.fleet10k {
-		moving = []string{"tidal", "kcm", sharded, bounded, native}
+		moving = slices.Insert(slices.Clone(movingSides), 2, sharded)
 		fleet("fleet-10k-sharded", sz.fleet10k, "moving", moving...)
 	} else {
 		fleet("fleet-10k-sharded", sz.fleet10k, "moving", sharded, "tidal")

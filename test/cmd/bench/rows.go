@@ -200,6 +200,12 @@ const (
 	upstream = "upstream"
 )
 
+// movingSides are the sides of every moving-usage row, in the order a
+// round runs them and the tables show them: tidal, its reference, then
+// tidal with the status bound on (the issue's "measure the moving-usage
+// rows with it on and off") and in native mode, on kcm's own objects.
+var movingSides = []string{tidal, kcm, bounded, native}
+
 // rows are the issue's comparisons, at the plan's sizes.
 func rows(p plan) []row {
 	sz := p.sz
@@ -262,15 +268,14 @@ func rows(p plan) []row {
 	// When both reconcile every object the two readings are the same.
 	moving := "fleet-1k-moving"
 	perObject := func(side, metric string) ref { return fleetAt(moving, side, metric).perObject() }
-	sides1k := []string{tidal, bounded, native, kcm}
 	var moving1k []ref
 	for _, m := range []string{"cpu-per-period", "requests-per-period", "reconciles-per-period", "longest-visit-gap", "machine-cpu-per-period"} {
-		for _, side := range sides1k {
+		for _, side := range movingSides {
 			moving1k = append(moving1k, fleetAt(moving, side, m))
 		}
 	}
 	for _, m := range []string{"cpu-per-period", "requests-per-period"} {
-		for _, side := range sides1k {
+		for _, side := range movingSides {
 			moving1k = append(moving1k, perObject(side, m))
 		}
 	}
@@ -319,7 +324,9 @@ func rows(p plan) []row {
 		at := func(side, metric string) ref { return fleetAt(n.job, side, metric) }
 		var cells []ref
 		for _, m := range []string{"reconciles-per-period", "cpu-per-period", "requests-per-period", "kube-apiserver-cpu-per-period", "etcd-cpu-per-period", "machine-cpu-per-period"} {
-			cells = append(cells, at(tidal, m), at(kcm, m), at(bounded, m), at(native, m))
+			for _, side := range movingSides {
+				cells = append(cells, at(side, m))
+			}
 		}
 		out = append(out, row{
 			id: n.job[:len(n.job)-len("-moving")], title: fmt.Sprintf("%s autoscalers x %d pods, usage moving", count(n.count), sz.fleetPods),
