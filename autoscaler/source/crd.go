@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -145,7 +144,7 @@ func CRDSourceIn(clients HAClients, namespace string, resync time.Duration) Sour
 type restStatusWriter struct{ put statusPutter }
 
 func (w restStatusWriter) UpdateStatus(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler) error {
-	body, err := json.Marshal(haStatusBody{TypeMeta: haTypeMeta, ObjectMeta: ha.ObjectMeta, Status: ha.Status})
+	body, err := encodeStatusBody(haStatusBody{TypeMeta: haTypeMeta, ObjectMeta: ha.ObjectMeta, Status: ha.Status})
 	if err != nil {
 		return fmt.Errorf("cannot encode the status of %s %s/%s: %w", v1alpha1.Kind, ha.Namespace, ha.Name, err)
 	}
