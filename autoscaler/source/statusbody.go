@@ -86,6 +86,34 @@ func (m *members) int(name string, n int64) {
 	}
 }
 
+// strings is a map member with omitempty.
+func (m *members) strings(name string, v map[string]string) {
+	if len(v) > 0 {
+		m.key(name)
+		m.e.strings(v)
+	}
+}
+
+// json is a member that encoding/json encodes, when present.
+func (m *members) json(name string, present bool, v any) {
+	if present {
+		m.key(name)
+		m.e.json(v)
+	}
+}
+
+// list appends items as a JSON array, each with each.
+func list[T any](e *encoder, items []T, each func(*T)) {
+	e.b = append(e.b, '[')
+	for i := range items {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		each(&items[i])
+	}
+	e.b = append(e.b, ']')
+}
+
 // str appends s quoted. A string of printable ASCII that encoding/json
 // would not escape (it escapes '<', '>' and '&' for HTML too) is copied;
 // any other goes through encoding/json.
@@ -161,6 +189,7 @@ func (e *encoder) objectMeta(m *metav1.ObjectMeta) {
 	o.str("name", m.Name)
 	o.str("generateName", m.GenerateName)
 	o.str("namespace", m.Namespace)
+	//lint:ignore SA1019 encoding/json writes it, and the body is its bytes
 	o.str("selfLink", m.SelfLink)
 	o.str("uid", string(m.UID))
 	o.str("resourceVersion", m.ResourceVersion)
@@ -177,26 +206,11 @@ func (e *encoder) objectMeta(m *metav1.ObjectMeta) {
 		o.key("deletionGracePeriodSeconds")
 		e.int(*m.DeletionGracePeriodSeconds)
 	}
-	if len(m.Labels) > 0 {
-		o.key("labels")
-		e.strings(m.Labels)
-	}
-	if len(m.Annotations) > 0 {
-		o.key("annotations")
-		e.strings(m.Annotations)
-	}
-	if len(m.OwnerReferences) > 0 {
-		o.key("ownerReferences")
-		e.json(m.OwnerReferences)
-	}
-	if len(m.Finalizers) > 0 {
-		o.key("finalizers")
-		e.json(m.Finalizers)
-	}
-	if len(m.ManagedFields) > 0 {
-		o.key("managedFields")
-		e.json(m.ManagedFields)
-	}
+	o.strings("labels", m.Labels)
+	o.strings("annotations", m.Annotations)
+	o.json("ownerReferences", len(m.OwnerReferences) > 0, m.OwnerReferences)
+	o.json("finalizers", len(m.Finalizers) > 0, m.Finalizers)
+	o.json("managedFields", len(m.ManagedFields) > 0, m.ManagedFields)
 	e.end()
 }
 
@@ -217,25 +231,11 @@ func (e *encoder) haStatus(s *v1alpha1.HorizontalAutoscalerStatus) {
 	if s.CurrentMetrics == nil {
 		e.b = append(e.b, "null"...)
 	} else {
-		e.b = append(e.b, '[')
-		for i := range s.CurrentMetrics {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			e.metricStatus(&s.CurrentMetrics[i])
-		}
-		e.b = append(e.b, ']')
+		list(e, s.CurrentMetrics, e.metricStatus)
 	}
 	if len(s.Conditions) > 0 {
 		o.key("conditions")
-		e.b = append(e.b, '[')
-		for i := range s.Conditions {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			e.condition(&s.Conditions[i])
-		}
-		e.b = append(e.b, ']')
+		list(e, s.Conditions, e.condition)
 	}
 	if s.Tidal != nil {
 		o.key("tidal")
@@ -248,14 +248,8 @@ func (e *encoder) metricStatus(m *autoscalingv2.MetricStatus) {
 	o := e.object()
 	o.key("type")
 	e.str(string(m.Type))
-	if m.Object != nil {
-		o.key("object")
-		e.json(m.Object)
-	}
-	if m.Pods != nil {
-		o.key("pods")
-		e.json(m.Pods)
-	}
+	o.json("object", m.Object != nil, m.Object)
+	o.json("pods", m.Pods != nil, m.Pods)
 	if m.Resource != nil {
 		o.key("resource")
 		r := e.object()
@@ -265,14 +259,8 @@ func (e *encoder) metricStatus(m *autoscalingv2.MetricStatus) {
 		e.metricValue(&m.Resource.Current)
 		e.end()
 	}
-	if m.ContainerResource != nil {
-		o.key("containerResource")
-		e.json(m.ContainerResource)
-	}
-	if m.External != nil {
-		o.key("external")
-		e.json(m.External)
-	}
+	o.json("containerResource", m.ContainerResource != nil, m.ContainerResource)
+	o.json("external", m.External != nil, m.External)
 	e.end()
 }
 
@@ -320,10 +308,7 @@ func (e *encoder) tidalStatus(t *v1alpha1.TidalStatus) {
 	}
 	o.str("history", t.History)
 	o.int("metricFailures", int64(t.MetricFailures))
-	if t.Shadow != nil {
-		o.key("shadow")
-		e.json(t.Shadow)
-	}
+	o.json("shadow", t.Shadow != nil, t.Shadow)
 	e.end()
 }
 
@@ -333,12 +318,7 @@ func (e *encoder) decision(d *v1alpha1.Decision) {
 	e.int(int64(d.CurrentReplicas))
 	if len(d.Proposals) > 0 {
 		o.key("proposals")
-		e.b = append(e.b, '[')
-		for i := range d.Proposals {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			p := &d.Proposals[i]
+		list(e, d.Proposals, func(p *v1alpha1.MetricProposal) {
 			po := e.object()
 			po.str("name", p.Name)
 			if p.Replicas != nil {
@@ -351,8 +331,7 @@ func (e *encoder) decision(d *v1alpha1.Decision) {
 				e.b = append(e.b, "true"...)
 			}
 			e.end()
-		}
-		e.b = append(e.b, ']')
+		})
 	}
 	o.str("winner", d.Winner)
 	o.key("proposedReplicas")
@@ -365,12 +344,7 @@ func (e *encoder) decision(d *v1alpha1.Decision) {
 	e.int(int64(d.DesiredReplicas))
 	if len(d.Adjustments) > 0 {
 		o.key("adjustments")
-		e.b = append(e.b, '[')
-		for i := range d.Adjustments {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			a := &d.Adjustments[i]
+		list(e, d.Adjustments, func(a *v1alpha1.Adjustment) {
 			ao := e.object()
 			ao.key("reason")
 			e.str(a.Reason)
@@ -380,8 +354,7 @@ func (e *encoder) decision(d *v1alpha1.Decision) {
 			e.int(int64(a.To))
 			ao.str("message", a.Message)
 			e.end()
-		}
-		e.b = append(e.b, ']')
+		})
 	}
 	e.end()
 }
