@@ -102,6 +102,22 @@ func (m *members) json(name string, present bool, v any) {
 	}
 }
 
+// time is an optional time member: absent when nil.
+func (m *members) time(name string, t *metav1.Time) {
+	if t != nil {
+		m.key(name)
+		m.e.time(*t)
+	}
+}
+
+// optInt is an optional integer member: absent when nil.
+func optInt[T int32 | int64](m *members, name string, n *T) {
+	if n != nil {
+		m.key(name)
+		m.e.int(int64(*n))
+	}
+}
+
 // list appends items as a JSON array, each with each.
 func list[T any](e *encoder, items []T, each func(*T)) {
 	e.b = append(e.b, '[')
@@ -198,14 +214,8 @@ func (e *encoder) objectMeta(m *metav1.ObjectMeta) {
 		o.key("creationTimestamp")
 		e.time(m.CreationTimestamp)
 	}
-	if m.DeletionTimestamp != nil {
-		o.key("deletionTimestamp")
-		e.time(*m.DeletionTimestamp)
-	}
-	if m.DeletionGracePeriodSeconds != nil {
-		o.key("deletionGracePeriodSeconds")
-		e.int(*m.DeletionGracePeriodSeconds)
-	}
+	o.time("deletionTimestamp", m.DeletionTimestamp)
+	optInt(&o, "deletionGracePeriodSeconds", m.DeletionGracePeriodSeconds)
 	o.strings("labels", m.Labels)
 	o.strings("annotations", m.Annotations)
 	o.json("ownerReferences", len(m.OwnerReferences) > 0, m.OwnerReferences)
@@ -216,14 +226,8 @@ func (e *encoder) objectMeta(m *metav1.ObjectMeta) {
 
 func (e *encoder) haStatus(s *v1alpha1.HorizontalAutoscalerStatus) {
 	o := e.object()
-	if s.ObservedGeneration != nil {
-		o.key("observedGeneration")
-		e.int(*s.ObservedGeneration)
-	}
-	if s.LastScaleTime != nil {
-		o.key("lastScaleTime")
-		e.time(*s.LastScaleTime)
-	}
+	optInt(&o, "observedGeneration", s.ObservedGeneration)
+	o.time("lastScaleTime", s.LastScaleTime)
 	o.int("currentReplicas", int64(s.CurrentReplicas))
 	o.key("desiredReplicas")
 	e.int(int64(s.DesiredReplicas))
@@ -274,10 +278,7 @@ func (e *encoder) metricValue(v *autoscalingv2.MetricValueStatus) {
 		o.key("averageValue")
 		e.quantity(v.AverageValue)
 	}
-	if v.AverageUtilization != nil {
-		o.key("averageUtilization")
-		e.int(int64(*v.AverageUtilization))
-	}
+	optInt(&o, "averageUtilization", v.AverageUtilization)
 	e.end()
 }
 
@@ -291,10 +292,7 @@ func (e *encoder) condition(c *autoscalingv2.HorizontalPodAutoscalerCondition) {
 	e.time(c.LastTransitionTime)
 	o.str("reason", c.Reason)
 	o.str("message", c.Message)
-	if c.ObservedGeneration != nil {
-		o.key("observedGeneration")
-		e.int(*c.ObservedGeneration)
-	}
+	optInt(&o, "observedGeneration", c.ObservedGeneration)
 	e.end()
 }
 
@@ -321,10 +319,7 @@ func (e *encoder) decision(d *v1alpha1.Decision) {
 		list(e, d.Proposals, func(p *v1alpha1.MetricProposal) {
 			po := e.object()
 			po.str("name", p.Name)
-			if p.Replicas != nil {
-				po.key("replicas")
-				e.int(int64(*p.Replicas))
-			}
+			optInt(&po, "replicas", p.Replicas)
 			po.str("error", p.Error)
 			if p.WithinTolerance {
 				po.key("withinTolerance")
@@ -336,10 +331,7 @@ func (e *encoder) decision(d *v1alpha1.Decision) {
 	o.str("winner", d.Winner)
 	o.key("proposedReplicas")
 	e.int(int64(d.ProposedReplicas))
-	if d.StabilizedReplicas != nil {
-		o.key("stabilizedReplicas")
-		e.int(int64(*d.StabilizedReplicas))
-	}
+	optInt(&o, "stabilizedReplicas", d.StabilizedReplicas)
 	o.key("desiredReplicas")
 	e.int(int64(d.DesiredReplicas))
 	if len(d.Adjustments) > 0 {

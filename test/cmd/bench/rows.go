@@ -339,7 +339,7 @@ func rows(p plan) []row {
 			notes: func(d data) []string {
 				var notes []string
 				figs := map[string]sideFigures{}
-				for _, side := range []string{tidal, kcm, bounded, native} {
+				for _, side := range movingSides {
 					m := func(metric string) float64 { return median(d.values(at(side, metric))) }
 					qps := float64(sz.qps) // both sides'
 					figs[side] = sideFigures{
