@@ -70,36 +70,45 @@ func (c *cadence) forget(key string) {
 }
 
 // nextDue is when the reconcile after one due at due, started at start, is
-// due: one period after due, but never sooner than a period less maxDrift
-// after start, and now if that has passed (a reconcile that itself took
-// that long: the key is queued at once, not skipped).
+// due: one period after due while that is at least half a period after
+// start, else a period less maxDrift after start; and now if that has
+// passed (a reconcile that itself took that long: the key is queued at
+// once, not skipped).
 //
-// The floor after start: a reconcile that waited long in the queue would
-// otherwise come back moments after it ran (due at 0, started at 12 s, due
-// again at 15 s), and under a backed-up queue a key reconciled twice
-// within a period lets the per-reconcile scale-up limit of the legacy
-// rules act twice (3 -> 6 -> 12 where upstream, whose intervals are never
-// shorter than the period, reaches 6). A wait up to maxDrift does not move
-// the next time: most waits are that short, and counting them would
-// stretch every interval (1,000 autoscalers came round every ~15.7 s
-// instead of 15 when counted from the end of each reconcile).
+// A wait up to half a period does not move the next time: counting waits
+// would stretch every interval (1,000 autoscalers came round every ~15.7 s
+// instead of 15 when counted from the end of each reconcile), and the
+// autoscalers of a namespace come due together, so the last of a burst
+// waits for the rest (300 a namespace at 3,000 autoscalers: up to 2.4 s
+// behind 5 workers); moved off the beat by that wait they listed
+// PodMetrics on their own, 18 to 27 lists a period instead of 10, and
+// fell further behind. Past half a period the key leaves its time: it
+// would otherwise come back moments after it ran (due at 0, started at
+// 12 s, due again at 15 s), and under a backed-up queue a key reconciled
+// twice within a period lets the per-reconcile scale-up limit of the
+// legacy rules act twice (3 -> 6 -> 12 where upstream, whose intervals
+// are never shorter than the period, reaches 6). Either way each due time
+// is at least a period after the one before, so two reconciles are at
+// least half a period apart and any k periods hold at most k+1 of them,
+// as upstream's can.
 //
 // An autoscaler that shares its namespace's PodMetrics list (aligned)
 // comes due on the namespace's beat instead, the instants congruent to
 // beat modulo period, so that the autoscalers of a namespace come due
 // together and one list serves them all. One off the beat (just created,
-// or its namespace just got a second autoscaler, or the queue fell
-// behind) moves towards the beat by at most maxDrift per interval: the
-// beat adds at most a tenth of a period to an interval, so that every
-// autoscaler is still reconciled about once a period while it joins the
-// beat (going straight to the beat made one interval up to two periods).
-// It joins within ten intervals; from then on every interval is exactly
-// the period. Either way the next reconcile is due at most 1.1 periods
-// after this one started.
+// or its namespace just got a second autoscaler, or the queue fell more
+// than half a period behind) moves towards the beat by at most maxDrift
+// per interval: the beat adds at most a tenth of a period to an interval,
+// so that every autoscaler is still reconciled about once a period while
+// it joins the beat (going straight to the beat made one interval up to
+// two periods). It joins within ten intervals; from then on every
+// interval is exactly the period. Either way the next reconcile is due
+// at most 1.1 periods after this one was due or started, whichever is
+// later.
 func nextDue(due, start, now time.Time, period, beat time.Duration, aligned bool) time.Time {
 	next := due.Add(period)
-	if floor := start.Add(period - maxDrift(period)); next.Before(floor) {
-		next = floor
+	if next.Before(start.Add(period / 2)) {
+		next = start.Add(period - maxDrift(period))
 	}
 	if aligned {
 		next = next.Add(min(untilBeat(next, period, beat), maxDrift(period)))

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +31,9 @@ func TestNextDue(t *testing.T) {
 		{name: "reconciled when due", due: t0, start: t0, now: t0, want: t0.Add(period)},
 		{name: "a short wait in the queue does not stretch the period", due: t0, start: t0.Add(1500 * time.Millisecond), now: t0.Add(2 * time.Second), want: t0.Add(period)},
 		{name: "a slow reconcile does not stretch it either", due: t0, start: t0, now: t0.Add(14 * time.Second), want: t0.Add(period)},
+		{name: "a wait under half a period keeps its time", due: t0, start: t0.Add(7 * time.Second), now: t0.Add(7100 * time.Millisecond), want: t0.Add(period)},
+		{name: "half a period behind still keeps it", due: t0, start: t0.Add(7500 * time.Millisecond), now: t0.Add(7500 * time.Millisecond), want: t0.Add(period)},
+		{name: "just past half a period: 0.9 periods after the start", due: t0, start: t0.Add(7501 * time.Millisecond), now: t0.Add(7501 * time.Millisecond), want: t0.Add(21001 * time.Millisecond)},
 		{name: "a long wait: not back moments after it ran", due: t0, start: t0.Add(12 * time.Second), now: t0.Add(12100 * time.Millisecond), want: t0.Add(25500 * time.Millisecond)},
 		{name: "a period behind: 0.9 periods after the start", due: t0, start: t0.Add(40 * time.Second), now: t0.Add(40100 * time.Millisecond), want: t0.Add(53500 * time.Millisecond)},
 		{name: "a reconcile longer than a period: at once, not a catch-up", due: t0, start: t0, now: t0.Add(40 * time.Second), want: t0.Add(40 * time.Second)},
@@ -38,6 +42,7 @@ func TestNextDue(t *testing.T) {
 		{name: "aligned, just before the beat: a period and a moment", due: t0.Add(-time.Millisecond), start: t0, now: t0, aligned: true, want: t0.Add(period)},
 		{name: "aligned, off the beat: a tenth of a period towards it", due: t0.Add(5 * time.Second), start: t0.Add(5 * time.Second), now: t0.Add(5 * time.Second), aligned: true, want: t0.Add(period + 6500*time.Millisecond)},
 		{name: "aligned, just after the beat: a tenth of a period, not almost two", due: t0.Add(time.Millisecond), start: t0.Add(time.Millisecond), now: t0.Add(time.Millisecond), aligned: true, want: t0.Add(period + 1501*time.Millisecond)},
+		{name: "aligned, the tail of a namespace's burst keeps the beat", due: t0, start: t0.Add(2400 * time.Millisecond), now: t0.Add(2450 * time.Millisecond), aligned: true, want: t0.Add(period)},
 		{name: "aligned, a period behind: after the floor, a tenth towards the beat", due: t0, start: t0.Add(20 * time.Second), now: t0.Add(20 * time.Second), aligned: true, want: t0.Add(35 * time.Second)},
 	}
 	for _, tt := range tests {
@@ -49,18 +54,22 @@ func TestNextDue(t *testing.T) {
 			if !got.After(tt.now) {
 				return
 			}
-			// Never sooner than 0.9 periods after the start (upstream's
-			// intervals are never shorter than a period), nor than a
-			// period after due; the beat adds at most a tenth.
-			if d := got.Sub(tt.start); d < period-period/10 {
-				t.Errorf("%s after the start, want at least %s", d, period-period/10)
+			// Never sooner than a period after due, nor than half a
+			// period after the start; the beat adds at most a tenth to
+			// due+period, or to 0.9 periods after a start more than half
+			// a period late.
+			if d := got.Sub(tt.due); d < period {
+				t.Errorf("%s after due, want at least %s", d, period)
+			}
+			if d := got.Sub(tt.start); d < period/2 {
+				t.Errorf("%s after the start, want at least %s", d, period/2)
 			}
 			base := tt.due.Add(period)
-			if floor := tt.start.Add(period - period/10); base.Before(floor) {
-				base = floor
+			if tt.start.Sub(tt.due) > period/2 {
+				base = tt.start.Add(period - period/10)
 			}
 			if d := got.Sub(base); d < 0 || d > period/10 {
-				t.Errorf("%s past max(due+period, start+0.9 periods), want in [0, %s]", d, period/10)
+				t.Errorf("%s past its base (due+period, or start+0.9 periods when late), want in [0, %s]", d, period/10)
 			}
 		})
 	}
@@ -95,6 +104,67 @@ func TestNextDueJoinsTheBeat(t *testing.T) {
 			}
 			if joined < 0 || joined > 10 {
 				t.Errorf("joined the beat after %d intervals, want 1 to 10", joined)
+			}
+		})
+	}
+}
+
+// TestNextDueThroughWaits follows one aligned autoscaler through 200
+// reconciles, each started a random wait after it was due: waits up to
+// half a period (the tail of a namespace's burst) leave it on the beat
+// with every due time exactly a period apart; longer ones may move it,
+// but reconciles stay at least half a period apart and no window of k
+// periods holds more than k+1 of them, as upstream's.
+func TestNextDueThroughWaits(t *testing.T) {
+	const (
+		period = 15 * time.Second
+		beat   = 3 * time.Second
+	)
+	t0 := time.Date(2026, 11, 21, 12, 0, 3, 0, time.UTC) // on the beat
+	tests := []struct {
+		name      string
+		maxWait   time.Duration
+		keepsBeat bool
+	}{
+		{name: "waits up to half a period keep the beat", maxWait: period / 2, keepsBeat: true},
+		{name: "waits up to a period", maxWait: period},
+		{name: "waits up to two periods", maxWait: 2 * period},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			due := t0
+			var starts []time.Time
+			for i := range 200 {
+				start := due.Add(time.Duration(rng.Int64N(int64(tt.maxWait) + 1)))
+				starts = append(starts, start)
+				next := nextDue(due, start, start.Add(50*time.Millisecond), period, beat, true)
+				if next.Sub(due) < period {
+					t.Fatalf("reconcile %d: next due %s after this one's, want at least %s", i, next.Sub(due), period)
+				}
+				if tt.keepsBeat && !next.Equal(due.Add(period)) {
+					t.Fatalf("reconcile %d started %s late: next due at due+%s, want due+%s", i, start.Sub(due), next.Sub(due), period)
+				}
+				due = next
+			}
+			for i := 1; i < len(starts); i++ {
+				if d := starts[i].Sub(starts[i-1]); d < period/2 {
+					t.Errorf("reconciles %d and %d %s apart, want at least %s", i-1, i, d, period/2)
+				}
+			}
+			for k := 1; k <= 5; k++ {
+				for i := range starts {
+					in := 0
+					for _, s := range starts[i:] {
+						if s.Sub(starts[i]) > time.Duration(k)*period {
+							break
+						}
+						in++
+					}
+					if in > k+1 {
+						t.Fatalf("%d reconciles within %d periods from reconcile %d, want at most %d", in, k, i, k+1)
+					}
+				}
 			}
 		})
 	}
