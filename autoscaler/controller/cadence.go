@@ -79,7 +79,7 @@ func (c *cadence) forget(key string) {
 // would stretch every interval (1,000 autoscalers came round every ~15.7 s
 // instead of 15 when counted from the end of each reconcile), and the
 // autoscalers of a namespace come due together, so the last of a burst
-// waits for the rest (300 a namespace at 3,000 autoscalers: up to 2.4 s
+// waits for the rest (300 a namespace at 3,000 autoscalers: about 3 s
 // behind 5 workers); moved off the beat by that wait they listed
 // PodMetrics on their own, 18 to 27 lists a period instead of 10, and
 // fell further behind. Past half a period the key leaves its time: it
