@@ -118,6 +118,14 @@ func optInt[T int32 | int64](m *members, name string, n *T) {
 	}
 }
 
+// optList is a list member with omitempty: absent when empty.
+func optList[T any](m *members, name string, items []T, each func(*T)) {
+	if len(items) > 0 {
+		m.key(name)
+		list(m.e, items, each)
+	}
+}
+
 // list appends items as a JSON array, each with each.
 func list[T any](e *encoder, items []T, each func(*T)) {
 	e.b = append(e.b, '[')
@@ -237,10 +245,7 @@ func (e *encoder) haStatus(s *v1alpha1.HorizontalAutoscalerStatus) {
 	} else {
 		list(e, s.CurrentMetrics, e.metricStatus)
 	}
-	if len(s.Conditions) > 0 {
-		o.key("conditions")
-		list(e, s.Conditions, e.condition)
-	}
+	optList(&o, "conditions", s.Conditions, e.condition)
 	if s.Tidal != nil {
 		o.key("tidal")
 		e.tidalStatus(s.Tidal)
@@ -314,39 +319,33 @@ func (e *encoder) decision(d *v1alpha1.Decision) {
 	o := e.object()
 	o.key("currentReplicas")
 	e.int(int64(d.CurrentReplicas))
-	if len(d.Proposals) > 0 {
-		o.key("proposals")
-		list(e, d.Proposals, func(p *v1alpha1.MetricProposal) {
-			po := e.object()
-			po.str("name", p.Name)
-			optInt(&po, "replicas", p.Replicas)
-			po.str("error", p.Error)
-			if p.WithinTolerance {
-				po.key("withinTolerance")
-				e.b = append(e.b, "true"...)
-			}
-			e.end()
-		})
-	}
+	optList(&o, "proposals", d.Proposals, func(p *v1alpha1.MetricProposal) {
+		po := e.object()
+		po.str("name", p.Name)
+		optInt(&po, "replicas", p.Replicas)
+		po.str("error", p.Error)
+		if p.WithinTolerance {
+			po.key("withinTolerance")
+			e.b = append(e.b, "true"...)
+		}
+		e.end()
+	})
 	o.str("winner", d.Winner)
 	o.key("proposedReplicas")
 	e.int(int64(d.ProposedReplicas))
 	optInt(&o, "stabilizedReplicas", d.StabilizedReplicas)
 	o.key("desiredReplicas")
 	e.int(int64(d.DesiredReplicas))
-	if len(d.Adjustments) > 0 {
-		o.key("adjustments")
-		list(e, d.Adjustments, func(a *v1alpha1.Adjustment) {
-			ao := e.object()
-			ao.key("reason")
-			e.str(a.Reason)
-			ao.key("from")
-			e.int(int64(a.From))
-			ao.key("to")
-			e.int(int64(a.To))
-			ao.str("message", a.Message)
-			e.end()
-		})
-	}
+	optList(&o, "adjustments", d.Adjustments, func(a *v1alpha1.Adjustment) {
+		ao := e.object()
+		ao.key("reason")
+		e.str(a.Reason)
+		ao.key("from")
+		e.int(int64(a.From))
+		ao.key("to")
+		e.int(int64(a.To))
+		ao.str("message", a.Message)
+		e.end()
+	})
 	e.end()
 }
