@@ -801,23 +801,31 @@ func measure(ctx context.Context, cfg config, procs []proc, users []string, audi
 		// objects, waiting for a worker) cannot settle: its reconciles
 		// come due when a worker is free, not on a beat. queue is the
 		// largest replica's, and a replica holds its share of the objects.
-		probe := func() (bool, time.Duration) {
-			if queue == nil {
-				return false, 0
-			}
-			d, gap, err := queue(ctx)
+		probe := func() (settleProbe, error) {
+			var p settleProbe
+			s, err := read()
 			if err != nil {
-				return false, 0
+				return p, err
 			}
-			return d >= float64(cfg.autoscalers)/2/float64(len(procs)), time.Duration(gap * float64(time.Second))
+			for _, x := range s {
+				p.reconciles += x.n
+			}
+			if queue == nil {
+				return p, nil
+			}
+			if d, gap, err := queue(ctx); err == nil {
+				p.late = d >= float64(cfg.autoscalers)/2/float64(len(procs))
+				p.gap = time.Duration(gap * float64(time.Second))
+			}
+			return p, nil
 		}
-		w, err := settle(ctx, users, auditLog, settleLists, probe)
+		w, err := settle(ctx, users, auditLog, settleLists, cfg.autoscalers, probe)
 		if err != nil {
 			return r, err
 		}
 		r.settlePeriods = w.periods
-		logf("%d PodMetrics lists and a longest gap of %s in the last of %d periods waited for the autoscalers to join their namespaces' beats (settled at %d lists or fewer and gaps of %s or less): %s",
-			w.lists, w.gap.Round(time.Millisecond), w.periods, settleLists, onBeatGap(syncPeriod), w.state)
+		logf("%d PodMetrics lists, %.0f reconciles and a longest gap of %s in the last of %d periods waited for the autoscalers to join their namespaces' beats (settled at %d lists or fewer and %.0f reconciles or more): %s",
+			w.lists, w.reconciles, w.gap.Round(time.Millisecond), w.periods, settleLists, onBeatReconciles(cfg.autoscalers), w.state)
 	}
 	w, err := quietWindow(func() (phaseResult, error) {
 		return measureWindow(ctx, cfg, procs, users, auditLog, statuses, queue, read, hasCounter)
@@ -978,22 +986,25 @@ func (s settleState) String() string {
 	return [...]string{"settling", "settled", "gave up", "stopped: the queue held half the objects or more"}[s]
 }
 
-// onBeatGap is the longest gap between two reconciles of one autoscaler
-// that settle takes for the beat: an autoscaler joining its namespace's
-// beat waits a period and a tenth between reconciles until its last step
-// (autoscaler/controller maxDrift), one on it a period plus its place in
-// its namespace's turn (half a second for 100 status writes at 200 QPS).
-func onBeatGap(period time.Duration) time.Duration { return period + period*9/100 }
+// onBeatReconciles is the fewest reconciles in one period that settle
+// takes for every autoscaler on its beat, of objects: on the beat each is
+// reconciled exactly once a period, one still joining every 1.1 periods
+// (autoscaler/controller maxDrift), so a fleet joining together falls
+// about a tenth short. The 2% allowed is for the edges of the period: the
+// last of a namespace's burst waits a few seconds behind the workers (up
+// to 3 s at 300 autoscalers a namespace), and a reconcile near an edge
+// may fall on either side of it from one period to the next.
+func onBeatReconciles(objects int) float64 { return float64(objects) * 0.98 }
 
-// settleVerdict judges one period of settle's wait: lists is its
-// PodMetrics lists, gap the longest time between two reconciles of one
-// autoscaler (0 when unknown), late whether the queue holds half the
-// objects, periods how many periods were waited.
-func settleVerdict(lists, want int, gap, period time.Duration, late bool, periods, maxPeriods int) settleState {
+// settleVerdict judges one period of settle's wait, w: settled when its
+// PodMetrics lists number want or fewer and it reconciled
+// onBeatReconciles(objects) or more; periods is how many periods were
+// waited, late whether the queue holds half the objects.
+func settleVerdict(w settleWait, want, objects int, late bool, maxPeriods int) settleState {
 	switch {
-	case lists <= want && gap <= onBeatGap(period):
+	case w.lists <= want && w.reconciles >= onBeatReconciles(objects):
 		return settled
-	case periods >= maxPeriods:
+	case w.periods >= maxPeriods:
 		return gaveUp
 	case late:
 		return behind
@@ -1001,41 +1012,74 @@ func settleVerdict(lists, want int, gap, period time.Duration, late bool, period
 	return settling
 }
 
-// settleWait is how settle's wait ended: its last period's lists and gap.
+// settleProbe is what settle samples of the controllers at the end of
+// each period: their reconciles so far (the counters' sum), whether the
+// largest replica's queue holds half its objects, and the longest gap
+// between two reconciles of one autoscaler (0 when unknown; logged).
+type settleProbe struct {
+	reconciles float64
+	late       bool
+	gap        time.Duration
+}
+
+// settleWait is how settle's wait ended: its last period's lists,
+// reconciles and gap.
 type settleWait struct {
 	periods, lists int
+	reconciles     float64
 	gap            time.Duration
 	state          settleState
 }
 
 // settle waits, a period at a time and at most maxSettlePeriods, until
 // the steady state: users' PodMetrics lists in the last period number
-// want or fewer (every namespace's autoscalers come due together) and no
-// autoscaler waited longer than onBeatGap between two reconciles (each on
-// its namespace's beat). Lists alone are not enough: native mode's
-// autoscalers start together, on kcm's HPAs, so one list a namespace
-// serves them from the first period while they still drift towards their
-// beats a tenth of a period per interval (a window of the 2026-11-30 run
-// measured 786 reconciles a period of 1,000 so). It stops early once
-// probe says the queue holds half the objects: a controller that cannot
-// keep up never settles.
-func settle(ctx context.Context, users []string, auditLog string, want int, probe func() (late bool, gap time.Duration)) (settleWait, error) {
+// want or fewer (every namespace's autoscalers come due together) and the
+// controllers reconciled about every one of objects in it
+// (onBeatReconciles: each on its namespace's beat). Lists alone are not
+// enough: native mode's autoscalers start together, on kcm's HPAs, so one
+// list a namespace serves them from the first period while they still
+// drift towards their beats a tenth of a period per interval (a window of
+// the 2026-11-30 run measured 786 reconciles a period of 1,000 so). Nor
+// is the longest gap, which this wait used before: on the beat it is a
+// period plus the wait for a place in the namespace's burst, up to 18 s
+// at 300 autoscalers a namespace, more than a joining autoscaler's 16.5 s
+// (half of the 3k row's windows gave up on it, 2026-12-01). The periods
+// are counted from one start, so that each sample of the counters is a
+// whole period after the one before it, whatever the audit log's reading
+// takes (and the count is scaled to a period should a reading take
+// longer than one). It stops early once the queue holds half the objects: a
+// controller that cannot keep up never settles.
+func settle(ctx context.Context, users []string, auditLog string, want, objects int, probe func() (settleProbe, error)) (settleWait, error) {
+	start := time.Now()
+	last, err := probe()
+	if err != nil {
+		return settleWait{}, err
+	}
+	lastAt := time.Now()
 	for periods := 1; ; periods++ {
-		start := time.Now()
-		time.Sleep(syncPeriod)
-		// The audit log is written in batches of at most 1 s.
-		time.Sleep(2 * time.Second)
-		c, err := countRequests(auditLog, users, start, start.Add(syncPeriod))
+		from, to := start.Add(time.Duration(periods-1)*syncPeriod), start.Add(time.Duration(periods)*syncPeriod)
+		select {
+		case <-ctx.Done():
+			return settleWait{periods: periods}, ctx.Err()
+		case <-time.After(time.Until(to)):
+		}
+		p, err := probe()
 		if err != nil {
 			return settleWait{periods: periods}, err
 		}
-		w := settleWait{periods: periods, lists: c.podMetricsLists()}
-		var late bool
-		late, w.gap = probe()
-		if ctx.Err() != nil {
-			return w, ctx.Err()
+		// Per period, should a slow read of the audit log have made this
+		// sample late.
+		at := time.Now()
+		w := settleWait{periods: periods, reconciles: (p.reconciles - last.reconciles) * float64(syncPeriod) / float64(at.Sub(lastAt)), gap: p.gap}
+		last, lastAt = p, at
+		// The audit log is written in batches of at most 1 s.
+		time.Sleep(2 * time.Second)
+		c, err := countRequests(auditLog, users, from, to)
+		if err != nil {
+			return w, err
 		}
-		if w.state = settleVerdict(w.lists, want, w.gap, syncPeriod, late, periods, maxSettlePeriods); w.state != settling {
+		w.lists = c.podMetricsLists()
+		if w.state = settleVerdict(w, want, objects, p.late, maxSettlePeriods); w.state != settling {
 			return w, nil
 		}
 	}
