@@ -21,10 +21,35 @@ type cadence struct {
 	// due holds, per key waiting in the queue, the earliest time it was
 	// scheduled for, as the delaying queue keeps the earliest.
 	due map[string]time.Time
+	// offBeat holds the keys whose next reconcile was last put off their
+	// namespace's beat (see placed).
+	offBeat map[string]struct{}
 }
 
 func newCadence() *cadence {
-	return &cadence{due: map[string]time.Time{}}
+	return &cadence{due: map[string]time.Time{}, offBeat: map[string]struct{}{}}
+}
+
+// placed records where a reconcile put key's next one: on its
+// namespace's beat or not. One whose namespace shares no list has no beat
+// to be off.
+func (c *cadence) placed(key string, onBeat bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if onBeat {
+		delete(c.offBeat, key)
+	} else {
+		c.offBeat[key] = struct{}{}
+	}
+}
+
+// offBeatCount is how many keys' next reconciles are off their beats:
+// each lists PodMetrics on its own until it joins (tidal_autoscaler_
+// autoscalers_off_beat).
+func (c *cadence) offBeatCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.offBeat)
 }
 
 // scheduled records that key is due at t; an earlier time already
@@ -67,6 +92,7 @@ func (c *cadence) forget(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.due, key)
+	delete(c.offBeat, key)
 }
 
 // nextDue is when the reconcile after one due at due, started at start, is

@@ -223,6 +223,44 @@ func TestCadenceBookkeeping(t *testing.T) {
 	}
 }
 
+// TestOffBeatCount: a key is counted off its beat from the reconcile that
+// put its next one off it until one puts it back, or until it is
+// forgotten (deleted).
+func TestOffBeatCount(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		// placed is applied in order: key and whether on the beat.
+		placed []keyOnBeat
+		forget string
+		want   int
+	}{
+		{name: "none placed", want: 0},
+		{name: "two joining", placed: []keyOnBeat{{"ns/a", false}, {"ns/b", false}}, want: 2},
+		{name: "one joined", placed: []keyOnBeat{{"ns/a", false}, {"ns/b", false}, {"ns/a", true}}, want: 1},
+		{name: "off twice counts once", placed: []keyOnBeat{{"ns/a", false}, {"ns/a", false}}, want: 1},
+		{name: "put off the beat again (a long wait)", placed: []keyOnBeat{{"ns/a", true}, {"ns/a", false}}, want: 1},
+		{name: "deleted while joining", placed: []keyOnBeat{{"ns/a", false}, {"ns/b", false}}, forget: "ns/b", want: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCadence()
+			for _, p := range tt.placed {
+				c.placed(p.key, p.onBeat)
+			}
+			if tt.forget != "" {
+				c.forget(tt.forget)
+			}
+			if got := c.offBeatCount(); got != tt.want {
+				t.Errorf("offBeatCount = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+type keyOnBeat struct {
+	key    string
+	onBeat bool
+}
+
 // recordingQueue records the delays of AddAfter.
 type recordingQueue struct {
 	workqueue.TypedDelayingInterface[string]
@@ -335,6 +373,16 @@ func TestNamespaceAutoscalersComeDueTogether(t *testing.T) {
 		if !f.ctrl.processNextWorkItem(context.Background()) {
 			t.Fatal("queue shut down")
 		}
+		// Both start 1 s and 5 s after the beat: their next reconciles
+		// are off it until they join (autoscalers_off_beat).
+		if i == 1 {
+			if got := f.ctrl.cadence.offBeatCount(); got != 2 {
+				t.Errorf("after the first reconciles %d autoscalers off the beat, want 2", got)
+			}
+		}
+	}
+	if got := f.ctrl.cadence.offBeatCount(); got != 0 {
+		t.Errorf("after joining %d autoscalers off the beat, want 0", got)
 	}
 	web, api := dues[ns+"/web"], dues[ns+"/api"]
 	for key, ds := range dues {

@@ -209,6 +209,8 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	c.ready.Store(true)
 	c.r.monitor.SetReconcileGap(func() time.Duration { return c.visits.longest(c.r.clock.Now()) })
 	defer c.r.monitor.SetReconcileGap(nil)
+	c.r.monitor.SetOffBeat(c.cadence.offBeatCount)
+	defer c.r.monitor.SetOffBeat(nil)
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
 	}
@@ -265,7 +267,10 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.visits.forget(key)
 	} else {
 		ns, _, _ := cache.SplitMetaNamespaceKey(key)
-		c.scheduleAt(key, nextDue(due, now, c.r.clock.Now(), c.period, namespaceBeat(ns, c.period), c.sharesNamespace(ns)))
+		beat, shares := namespaceBeat(ns, c.period), c.sharesNamespace(ns)
+		next := nextDue(due, now, c.r.clock.Now(), c.period, beat, shares)
+		c.cadence.placed(key, !shares || untilBeat(next, c.period, beat) == 0)
+		c.scheduleAt(key, next)
 	}
 	return true
 }

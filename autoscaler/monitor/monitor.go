@@ -52,6 +52,9 @@ type Monitor struct {
 	// controller runs).
 	reconcileGap prometheus.GaugeFunc
 	gap          atomic.Pointer[func() time.Duration]
+	// offBeat reports what offBeatCount returns (0 while it is nil).
+	offBeat      prometheus.GaugeFunc
+	offBeatCount atomic.Pointer[func() int]
 	// objects are the per-object tidal_autoscaler_hpa_* series (objects.go).
 	objects *objectMetrics
 	// queue is the work queue's metrics provider.
@@ -121,12 +124,18 @@ func New(reg prometheus.Registerer, objects *ObjectSeries) (*Monitor, error) {
 		Help: "Longest time between two consecutive reconciles of any one autoscaler, among those that ended in the last sync period, " +
 			"and since the last reconcile of every autoscaler known (0 on a replica that does not reconcile).",
 	}, m.reconcileGapSeconds)
+	m.offBeat = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: ns, Subsystem: sub, Name: "autoscalers_off_beat",
+		Help: "Autoscalers whose namespace's autoscalers share a PodMetrics list but whose next reconcile is not on the namespace's beat " +
+			"(just created, or back from a wait in the queue of more than half a sync period): each lists PodMetrics on its own until it joins " +
+			"the beat, within ten sync periods (0 on a replica that does not reconcile).",
+	}, m.offBeatValue)
 	if reg == nil {
 		return m, nil
 	}
 	cs := []prometheus.Collector{m.reconciliations, m.reconciliationDuration, m.metricComputations,
 		m.metricComputationDuration, m.autoscalers, m.desiredReplicas, m.dryRunDesiredReplicas, m.fallbackActive, m.shadowSyncs, m.leader,
-		m.statusWritesDeferred, m.reconcileGap, m.objects.scaleEvents}
+		m.statusWritesDeferred, m.reconcileGap, m.offBeat, m.objects.scaleEvents}
 	if objects == nil {
 		cs = append(cs, m.objects.series)
 	}
@@ -215,6 +224,24 @@ func (m *Monitor) reconcileGapSeconds() float64 {
 		return 0
 	}
 	return (*gap)().Seconds()
+}
+
+// SetOffBeat makes count the source of autoscalers_off_beat; nil reports
+// 0 (no controller runs).
+func (m *Monitor) SetOffBeat(count func() int) {
+	if count == nil {
+		m.offBeatCount.Store(nil)
+		return
+	}
+	m.offBeatCount.Store(&count)
+}
+
+func (m *Monitor) offBeatValue() float64 {
+	count := m.offBeatCount.Load()
+	if count == nil {
+		return 0
+	}
+	return float64((*count)())
 }
 
 // Forget drops the per-object series of a deleted autoscaler.

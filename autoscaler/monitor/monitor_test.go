@@ -9,8 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// TestRoundSignals: the deferred status writes count, and the reconcile
-// gap reports the controller's longest gap, 0 while none runs.
+// TestRoundSignals: the deferred status writes count, the reconcile gap
+// reports the controller's longest gap and autoscalers_off_beat its count,
+// each 0 while none runs.
 func TestRoundSignals(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m, err := New(reg, nil)
@@ -29,6 +30,19 @@ func TestRoundSignals(t *testing.T) {
 	gap("15.5")
 	m.SetReconcileGap(nil)
 	gap("0")
+
+	offBeat := func(want string) {
+		t.Helper()
+		const head = "# HELP tidal_autoscaler_autoscalers_off_beat Autoscalers whose namespace's autoscalers share a PodMetrics list but whose next reconcile is not on the namespace's beat (just created, or back from a wait in the queue of more than half a sync period): each lists PodMetrics on its own until it joins the beat, within ten sync periods (0 on a replica that does not reconcile).\n# TYPE tidal_autoscaler_autoscalers_off_beat gauge\n"
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(head+"tidal_autoscaler_autoscalers_off_beat "+want+"\n"), "tidal_autoscaler_autoscalers_off_beat"); err != nil {
+			t.Error(err)
+		}
+	}
+	offBeat("0")
+	m.SetOffBeat(func() int { return 7 })
+	offBeat("7")
+	m.SetOffBeat(nil)
+	offBeat("0")
 
 	m.StatusWriteDeferred()
 	m.StatusWriteDeferred()

@@ -736,7 +736,7 @@ type proc struct {
 // one-metric HPA upstream). A window that kwok's burst took part of the
 // machine from is measured again (kwokBurst).
 func measure(ctx context.Context, cfg config, procs []proc, users []string, auditLog string,
-	statuses func(context.Context) (map[int32]int, int, error), queue func(context.Context) (float64, float64, error), settleLists int,
+	statuses func(context.Context) (map[int32]int, int, error), queue func(context.Context) (queueSample, error), settleLists int,
 ) (phaseResult, error) {
 	var r phaseResult
 	deadline := time.Now().Add(10 * time.Minute)
@@ -813,9 +813,9 @@ func measure(ctx context.Context, cfg config, procs []proc, users []string, audi
 			if queue == nil {
 				return p, nil
 			}
-			if d, gap, err := queue(ctx); err == nil {
-				p.late = d >= float64(cfg.autoscalers)/2/float64(len(procs))
-				p.gap = time.Duration(gap * float64(time.Second))
+			if q, err := queue(ctx); err == nil {
+				p.late = q.depth >= float64(cfg.autoscalers)/2/float64(len(procs))
+				p.gap, p.offBeat = q.gap, q.offBeat
 			}
 			return p, nil
 		}
@@ -824,8 +824,8 @@ func measure(ctx context.Context, cfg config, procs []proc, users []string, audi
 			return r, err
 		}
 		r.settlePeriods = w.periods
-		logf("%d PodMetrics lists, %.0f reconciles and a longest gap of %s in the last of %d periods waited for the autoscalers to join their namespaces' beats (settled at %d lists or fewer and %.0f reconciles or more): %s",
-			w.lists, w.reconciles, w.gap.Round(time.Millisecond), w.periods, settleLists, onBeatReconciles(cfg.autoscalers), w.state)
+		logf("%d PodMetrics lists, %.0f reconciles, %d autoscalers off the beat and a longest gap of %s in the last of %d periods waited for the autoscalers to join their namespaces' beats (settled at %d lists or fewer, %.0f reconciles or more and none off the beat): %s",
+			w.lists, w.reconciles, w.offBeat, w.gap.Round(time.Millisecond), w.periods, settleLists, onBeatReconciles(cfg.autoscalers), w.state)
 	}
 	w, err := quietWindow(func() (phaseResult, error) {
 		return measureWindow(ctx, cfg, procs, users, auditLog, statuses, queue, read, hasCounter)
@@ -875,7 +875,7 @@ func kwokBurst(cpu float64) bool { return cpu >= 0.25 }
 // measureWindow measures one window of cfg.periods sync periods (see
 // measure); read samples the processes' CPU and counters.
 func measureWindow(ctx context.Context, cfg config, procs []proc, users []string, auditLog string,
-	statuses func(context.Context) (map[int32]int, int, error), queue func(context.Context) (float64, float64, error),
+	statuses func(context.Context) (map[int32]int, int, error), queue func(context.Context) (queueSample, error),
 	read func() ([]procSample, error), hasCounter bool,
 ) (phaseResult, error) {
 	var r phaseResult
@@ -909,9 +909,9 @@ func measureWindow(ctx context.Context, cfg config, procs []proc, users []string
 	for end := from.Add(window); time.Now().Before(end); {
 		time.Sleep(min(syncPeriod, time.Until(end)))
 		if queue != nil {
-			if d, gap, err := queue(ctx); err == nil {
-				r.maxQueueDepth = max(r.maxQueueDepth, d)
-				r.longestGap = max(r.longestGap, time.Duration(gap*float64(time.Second)))
+			if q, err := queue(ctx); err == nil {
+				r.maxQueueDepth = max(r.maxQueueDepth, q.depth)
+				r.longestGap = max(r.longestGap, q.gap)
 			}
 		}
 	}
@@ -997,12 +997,13 @@ func (s settleState) String() string {
 func onBeatReconciles(objects int) float64 { return float64(objects) * 0.98 }
 
 // settleVerdict judges one period of settle's wait, w: settled when its
-// PodMetrics lists number want or fewer and it reconciled
-// onBeatReconciles(objects) or more; periods is how many periods were
-// waited, late whether the queue holds half the objects.
+// PodMetrics lists number want or fewer, it reconciled
+// onBeatReconciles(objects) or more, and no autoscaler's next reconcile is
+// off its beat; w.periods is how many periods were waited, late whether
+// the queue holds half the objects.
 func settleVerdict(w settleWait, want, objects int, late bool, maxPeriods int) settleState {
 	switch {
-	case w.lists <= want && w.reconciles >= onBeatReconciles(objects):
+	case w.lists <= want && w.reconciles >= onBeatReconciles(objects) && w.offBeat == 0:
 		return settled
 	case w.periods >= maxPeriods:
 		return gaveUp
@@ -1012,38 +1013,55 @@ func settleVerdict(w settleWait, want, objects int, late bool, maxPeriods int) s
 	return settling
 }
 
+// queueSample is one scrape of the controllers' queues: the largest
+// replica's depth, the longest gap between two reconciles of one
+// autoscaler, and how many autoscalers are off their beats (all the
+// replicas'; 0 for a binary without the gauge).
+type queueSample struct {
+	depth   float64
+	gap     time.Duration
+	offBeat int
+}
+
 // settleProbe is what settle samples of the controllers at the end of
 // each period: their reconciles so far (the counters' sum), whether the
-// largest replica's queue holds half its objects, and the longest gap
+// largest replica's queue holds half its objects, the autoscalers whose
+// next reconciles are off their namespaces' beats, and the longest gap
 // between two reconciles of one autoscaler (0 when unknown; logged).
 type settleProbe struct {
 	reconciles float64
 	late       bool
+	offBeat    int
 	gap        time.Duration
 }
 
 // settleWait is how settle's wait ended: its last period's lists,
-// reconciles and gap.
+// reconciles, autoscalers off the beat (at its end) and gap.
 type settleWait struct {
-	periods, lists int
-	reconciles     float64
-	gap            time.Duration
-	state          settleState
+	periods, lists, offBeat int
+	reconciles              float64
+	gap                     time.Duration
+	state                   settleState
 }
 
 // settle waits, a period at a time and at most maxSettlePeriods, until
 // the steady state: users' PodMetrics lists in the last period number
-// want or fewer (every namespace's autoscalers come due together) and the
+// want or fewer (every namespace's autoscalers come due together), the
 // controllers reconciled about every one of objects in it
-// (onBeatReconciles: each on its namespace's beat). Lists alone are not
-// enough: native mode's autoscalers start together, on kcm's HPAs, so one
-// list a namespace serves them from the first period while they still
-// drift towards their beats a tenth of a period per interval (a window of
-// the 2026-11-30 run measured 786 reconciles a period of 1,000 so). Nor
-// is the longest gap, which this wait used before: on the beat it is a
-// period plus the wait for a place in the namespace's burst, up to 18 s
-// at 300 autoscalers a namespace, more than a joining autoscaler's 16.5 s
-// (half of the 3k row's windows gave up on it, 2026-12-01). The periods
+// (onBeatReconciles), and none has an autoscaler off its namespace's beat
+// (their own gauge, tidal_autoscaler_autoscalers_off_beat). Lists alone
+// are not enough: native mode's autoscalers start together, on kcm's
+// HPAs, so one list a namespace serves them from the first period while
+// they still drift towards their beats a tenth of a period per interval
+// (a window of the 2026-11-30 run measured 786 reconciles a period of
+// 1,000 so). Nor is the count: a fleet drifting together comes round in
+// one clump every 1.1 periods, which a window of one period holds whole
+// most of the time (the 2026-12-01 05:12 run settled so in one period and
+// measured 930 reconciles a period). Nor is the longest gap, which this
+// wait used before: on the beat it is a period plus the wait for a place
+// in the namespace's burst, up to 18 s at 300 autoscalers a namespace,
+// more than a joining autoscaler's 16.5 s (half of the 3k row's windows
+// gave up on it, 2026-12-01). The periods
 // are counted from one start, so that each sample of the counters is a
 // whole period after the one before it, whatever the audit log's reading
 // takes (and the count is scaled to a period should a reading take
@@ -1070,7 +1088,7 @@ func settle(ctx context.Context, users []string, auditLog string, want, objects 
 		// Per period, should a slow read of the audit log have made this
 		// sample late.
 		at := time.Now()
-		w := settleWait{periods: periods, reconciles: (p.reconciles - last.reconciles) * float64(syncPeriod) / float64(at.Sub(lastAt)), gap: p.gap}
+		w := settleWait{periods: periods, reconciles: (p.reconciles - last.reconciles) * float64(syncPeriod) / float64(at.Sub(lastAt)), offBeat: p.offBeat, gap: p.gap}
 		last, lastAt = p, at
 		// The audit log is written in batches of at most 1 s.
 		time.Sleep(2 * time.Second)
@@ -1170,19 +1188,21 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 		return phaseResult{}, err
 	}
 	statuses := objs.statuses
-	// The largest replica's queue, and the longest time an autoscaler
-	// waited between two reconciles (its own gauge, which holds every gap
-	// that ended in the last period and every open one).
-	queue := func(ctx context.Context) (float64, float64, error) {
-		var d, gap float64
+	// The largest replica's queue, the longest time an autoscaler waited
+	// between two reconciles (its own gauge, which holds every gap that
+	// ended in the last period and every open one), and the autoscalers
+	// off their beats in all the replicas.
+	queue := func(ctx context.Context) (queueSample, error) {
+		var q queueSample
 		for _, a := range replicas {
-			v, err := scrapeSums(ctx, scraper, a.MetricsURL("/metrics"), "workqueue_depth", "tidal_autoscaler_reconcile_gap_max_seconds")
+			v, err := scrapeSums(ctx, scraper, a.MetricsURL("/metrics"), "workqueue_depth", "tidal_autoscaler_reconcile_gap_max_seconds", "tidal_autoscaler_autoscalers_off_beat")
 			if err != nil && !errors.Is(err, errNoSeries) {
-				return 0, 0, err
+				return queueSample{}, err
 			}
-			d, gap = max(d, v[0]), max(gap, v[1])
+			q.depth, q.gap = max(q.depth, v[0]), max(q.gap, time.Duration(v[1]*float64(time.Second)))
+			q.offBeat += int(v[2])
 		}
-		return d, gap, nil
+		return q, nil
 	}
 	reconciles := func(a *harness.Autoscaler) func(context.Context) (float64, error) {
 		return func(ctx context.Context) (float64, error) {
