@@ -51,10 +51,10 @@ type Monitor struct {
 	// reconcileGap reports what gap returns (0 while it is nil: no
 	// controller runs).
 	reconcileGap prometheus.GaugeFunc
-	gap          atomic.Pointer[func() time.Duration]
+	gap          gaugeSource[time.Duration]
 	// offBeat reports what offBeatCount returns (0 while it is nil).
 	offBeat      prometheus.GaugeFunc
-	offBeatCount atomic.Pointer[func() int]
+	offBeatCount gaugeSource[int]
 	// objects are the per-object tidal_autoscaler_hpa_* series (objects.go).
 	objects *objectMetrics
 	// queue is the work queue's metrics provider.
@@ -210,38 +210,39 @@ func (m *Monitor) StatusWriteDeferred() { m.statusWritesDeferred.Inc() }
 
 // SetReconcileGap makes gap the source of reconcile_gap_max_seconds; nil
 // reports 0 (no controller runs).
-func (m *Monitor) SetReconcileGap(gap func() time.Duration) {
-	if gap == nil {
-		m.gap.Store(nil)
-		return
-	}
-	m.gap.Store(&gap)
-}
+func (m *Monitor) SetReconcileGap(gap func() time.Duration) { m.gap.set(gap) }
 
 func (m *Monitor) reconcileGapSeconds() float64 {
-	gap := m.gap.Load()
-	if gap == nil {
-		return 0
-	}
-	return (*gap)().Seconds()
+	return m.gap.value(func(d time.Duration) float64 { return d.Seconds() })
 }
 
 // SetOffBeat makes count the source of autoscalers_off_beat; nil reports
 // 0 (no controller runs).
-func (m *Monitor) SetOffBeat(count func() int) {
-	if count == nil {
-		m.offBeatCount.Store(nil)
-		return
-	}
-	m.offBeatCount.Store(&count)
-}
+func (m *Monitor) SetOffBeat(count func() int) { m.offBeatCount.set(count) }
 
 func (m *Monitor) offBeatValue() float64 {
-	count := m.offBeatCount.Load()
-	if count == nil {
+	return m.offBeatCount.value(func(n int) float64 { return float64(n) })
+}
+
+// gaugeSource is what a gauge of the running controller reads: set while
+// one runs, nil (the gauge reads 0) while none does.
+type gaugeSource[T any] struct{ f atomic.Pointer[func() T] }
+
+func (s *gaugeSource[T]) set(f func() T) {
+	if f == nil {
+		s.f.Store(nil)
+		return
+	}
+	s.f.Store(&f)
+}
+
+// value is the source's value as float, 0 while there is none.
+func (s *gaugeSource[T]) value(float func(T) float64) float64 {
+	f := s.f.Load()
+	if f == nil {
 		return 0
 	}
-	return float64((*count)())
+	return float((*f)())
 }
 
 // Forget drops the per-object series of a deleted autoscaler.

@@ -18,26 +18,23 @@ func TestRoundSignals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gap := func(want string) {
+	gauge := func(name, help, want string) {
 		t.Helper()
-		const head = "# HELP tidal_autoscaler_reconcile_gap_max_seconds Longest time between two consecutive reconciles of any one autoscaler, among those that ended in the last sync period, and since the last reconcile of every autoscaler known (0 on a replica that does not reconcile).\n# TYPE tidal_autoscaler_reconcile_gap_max_seconds gauge\n"
-		if err := testutil.GatherAndCompare(reg, strings.NewReader(head+"tidal_autoscaler_reconcile_gap_max_seconds "+want+"\n"), "tidal_autoscaler_reconcile_gap_max_seconds"); err != nil {
+		head := "# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n"
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(head+name+" "+want+"\n"), name); err != nil {
 			t.Error(err)
 		}
 	}
+	const gapHelp = "Longest time between two consecutive reconciles of any one autoscaler, among those that ended in the last sync period, and since the last reconcile of every autoscaler known (0 on a replica that does not reconcile)."
+	gap := func(want string) { t.Helper(); gauge("tidal_autoscaler_reconcile_gap_max_seconds", gapHelp, want) }
 	gap("0")
 	m.SetReconcileGap(func() time.Duration { return 15500 * time.Millisecond })
 	gap("15.5")
 	m.SetReconcileGap(nil)
 	gap("0")
 
-	offBeat := func(want string) {
-		t.Helper()
-		const head = "# HELP tidal_autoscaler_autoscalers_off_beat Autoscalers whose namespace's autoscalers share a PodMetrics list but whose next reconcile is not on the namespace's beat (just created, or back from a wait in the queue of more than half a sync period): each lists PodMetrics on its own until it joins the beat, within ten sync periods (0 on a replica that does not reconcile).\n# TYPE tidal_autoscaler_autoscalers_off_beat gauge\n"
-		if err := testutil.GatherAndCompare(reg, strings.NewReader(head+"tidal_autoscaler_autoscalers_off_beat "+want+"\n"), "tidal_autoscaler_autoscalers_off_beat"); err != nil {
-			t.Error(err)
-		}
-	}
+	const offBeatHelp = "Autoscalers whose namespace's autoscalers share a PodMetrics list but whose next reconcile is not on the namespace's beat (just created, or back from a wait in the queue of more than half a sync period): each lists PodMetrics on its own until it joins the beat, within ten sync periods (0 on a replica that does not reconcile)."
+	offBeat := func(want string) { t.Helper(); gauge("tidal_autoscaler_autoscalers_off_beat", offBeatHelp, want) }
 	offBeat("0")
 	m.SetOffBeat(func() int { return 7 })
 	offBeat("7")
