@@ -60,7 +60,8 @@
 // PREFIX-PHASE-N.pprof, N the phase's run),
 // TIDAL_BENCH_SETTLE_PERIODS (12: the most periods the tidal phases wait,
 // after every object has a status, for the autoscalers to join their
-// namespaces' beats, one PodMetrics list per namespace and period),
+// namespaces' beats: one PodMetrics list per namespace, 98% of the
+// objects reconciled and none off its beat in a period),
 // TIDAL_BENCH_SYNC_PERIOD (15s; both controllers' sync period, shorter
 // only for the smoke run), TIDAL_BENCH_SAMPLES (a file: every phase's
 // figures appended as JSON lines, see test/bench/samples; kcm's also
