@@ -816,7 +816,7 @@ func measure(ctx context.Context, cfg config, procs []proc, users []string, audi
 			}
 			if q, err := queue(ctx); err == nil {
 				p.late = q.depth >= float64(cfg.autoscalers)/2/float64(len(procs))
-				p.gap, p.offBeat = q.gap, q.offBeat
+				p.queueSample = q
 			}
 			return p, nil
 		}
@@ -1026,14 +1026,12 @@ type queueSample struct {
 
 // settleProbe is what settle samples of the controllers at the end of
 // each period: their reconciles so far (the counters' sum), whether the
-// largest replica's queue holds half its objects, the autoscalers whose
-// next reconciles are off their namespaces' beats, and the longest gap
-// between two reconciles of one autoscaler (0 when unknown; logged).
+// largest replica's queue holds half its objects, and their queues' scrape
+// (zero when unknown; its gap is only logged).
 type settleProbe struct {
 	reconciles float64
 	late       bool
-	offBeat    int
-	gap        time.Duration
+	queueSample
 }
 
 // settleWait is how settle's wait ended: its last period's lists,
@@ -1057,17 +1055,17 @@ type settleWait struct {
 // (a window of the 2026-11-30 run measured 786 reconciles a period of
 // 1,000 so). Nor is the count: a fleet drifting together comes round in
 // one clump every 1.1 periods, which a window of one period holds whole
-// most of the time (the 2026-12-01 05:12 run settled so in one period and
-// measured 930 reconciles a period). Nor is the longest gap, which this
+// most of the time (a native window of the 2026-12-01 05:01 run settled
+// so in one period and measured 930 reconciles a period). Nor is the longest gap, which this
 // wait used before: on the beat it is a period plus the wait for a place
 // in the namespace's burst, up to 18 s at 300 autoscalers a namespace,
 // more than a joining autoscaler's 16.5 s (half of the 3k row's windows
-// gave up on it, 2026-12-01). The periods
-// are counted from one start, so that each sample of the counters is a
-// whole period after the one before it, whatever the audit log's reading
-// takes (and the count is scaled to a period should a reading take
-// longer than one). It stops early once the queue holds half the objects: a
-// controller that cannot keep up never settles.
+// gave up on it, 2026-12-01). The periods are counted from one start, so
+// that each sample of the counters is a whole period after the one before
+// it, whatever the audit log's reading takes (and the count is scaled to
+// a period should a reading take longer than one). It stops early once
+// the queue holds half the objects: a controller that cannot keep up
+// never settles.
 func settle(ctx context.Context, users []string, auditLog string, want, objects int, probe func() (settleProbe, error)) (settleWait, error) {
 	start := time.Now()
 	last, err := probe()
