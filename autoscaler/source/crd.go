@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
+	"github.com/tidal-autoscaler/tidal/autoscaler/internal/jsonmeta"
 )
 
 // haObject is a tidal HorizontalAutoscaler.
@@ -130,25 +132,75 @@ func CRDSourceIn(clients HAClients, namespace string, resync time.Duration) Sour
 		},
 	}
 	// A reflector drops the watched objects of a type other than its
-	// example's: with deferral the watch also sends deferredHAs.
+	// example's: with deferral, or echoes kept, the watch also sends
+	// deferredHAs.
 	var example runtime.Object = &v1alpha1.HorizontalAutoscaler{}
-	if clients.defers {
+	if clients.defers || clients.echoes != nil {
 		example = nil
 	}
 	inf := cache.NewSharedIndexInformer(lw, example, resync,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	_ = inf.SetTransform(clustercache.CustomResourceTransform) // fails only once started
-	return &crdSource{informer: inf, writer: restStatusWriter{newStatusPutter(clients.Status, clients.StatusUserAgent, runtime.ContentTypeJSON, clients.StatusLimiter, v1alpha1.SchemeGroupVersion, v1alpha1.Resource)}}
+	return &crdSource{informer: inf, writer: restStatusWriter{
+		put:    newStatusPutter(clients.Status, clients.StatusUserAgent, runtime.ContentTypeJSON, clients.StatusLimiter, v1alpha1.SchemeGroupVersion, v1alpha1.Resource),
+		echoes: clients.echoes,
+		cache:  inf.GetIndexer(),
+	}}
 }
 
-type restStatusWriter struct{ put statusPutter }
+// restStatusWriter writes statuses with put and, with echoes set, records
+// there each write and the object it stored, known from the object in
+// cache that the write was computed from (see echoes).
+type restStatusWriter struct {
+	put    statusPutter
+	echoes *echoes
+	cache  cache.Indexer
+}
 
 func (w restStatusWriter) UpdateStatus(ctx context.Context, ha *v1alpha1.HorizontalAutoscaler) error {
 	body, err := encodeStatusBody(haStatusBody{TypeMeta: haTypeMeta, ObjectMeta: ha.ObjectMeta, Status: ha.Status})
 	if err != nil {
 		return fmt.Errorf("cannot encode the status of %s %s/%s: %w", v1alpha1.Kind, ha.Namespace, ha.Name, err)
 	}
-	return w.put.put(ctx, ha.Namespace, ha.Name, body)
+	from := w.cachedAt(ha.Namespace, ha.Name, ha.ResourceVersion)
+	var inFlight *write
+	if from != nil {
+		inFlight = w.echoes.begin(ha.Namespace, ha.Name)
+	}
+	version, err := w.put.put(ctx, ha.Namespace, ha.Name, body)
+	if inFlight != nil {
+		var stored *v1alpha1.HorizontalAutoscaler
+		if err == nil {
+			stored, _ = storedObject(from, &ha.Status, body, version)
+		}
+		w.echoes.finish(inFlight, stored)
+	}
+	return err
+}
+
+// cachedAt is the cached object namespace/name if echoes are kept and it
+// is at version: the object a write conditioned on version replaces
+// (nil: none such, or the echo may be in already).
+func (w restStatusWriter) cachedAt(namespace, name, version string) *v1alpha1.HorizontalAutoscaler {
+	if w.echoes == nil {
+		return nil
+	}
+	obj, ok, _ := w.cache.GetByKey(namespace + "/" + name)
+	if !ok {
+		return nil
+	}
+	var ha *v1alpha1.HorizontalAutoscaler
+	switch o := obj.(type) {
+	case *v1alpha1.HorizontalAutoscaler:
+		ha = o
+	case *deferredHA:
+		// Read already: the write was computed from it.
+		ha, _ = o.full()
+	}
+	if ha == nil || ha.ResourceVersion != version {
+		return nil
+	}
+	return ha
 }
 
 // haStatusBody is the body of a HorizontalAutoscaler's status write: the
@@ -200,12 +252,13 @@ func newStatusPutter(client rest.Interface, userAgent, accept string, limiter fl
 	return p
 }
 
-// put writes obj to the status subresource of namespace/name and neither
-// keeps nor decodes the answer: the informer delivers the written object.
-// The body is drained into io.Discard's pooled buffer (the connection is
-// then reused), where Do's io.ReadAll grew a new buffer for each answer,
-// 6% of the controller's allocations at 1,000 autoscalers; a failure is
-// the Status error Do gives. The field manager is set as the query
+// put writes obj to the status subresource of namespace/name and returns
+// the resourceVersion the answer gives (see answerVersion); it decodes
+// nothing else: the informer delivers the written object. The answer is
+// read into a pooled buffer (the connection is then reused), where Do's
+// io.ReadAll grew a new buffer for each answer, 6% of the controller's
+// allocations at 1,000 autoscalers; a failure is the Status error Do
+// gives. The field manager is set as the query
 // parameter metav1.UpdateOptions would give: converting the options by
 // reflection cost 6% of a status write in a profile. The path is given
 // whole (AbsPath), as Namespace, Resource, Name and SubResource would
@@ -215,18 +268,18 @@ func newStatusPutter(client rest.Interface, userAgent, accept string, limiter fl
 //
 // body is a runtime.Object, encoded by client's serializer, or a JSON
 // document.
-func (p statusPutter) put(ctx context.Context, namespace, name string, body any) error {
+func (p statusPutter) put(ctx context.Context, namespace, name string, body any) (resourceVersion string, err error) {
 	for _, part := range [...]struct{ what, value string }{{"namespace", namespace}, {"name", name}} {
 		msgs := content.IsPathSegmentName(part.value)
 		if part.value == "" {
 			msgs = []string{"may not be empty"}
 		}
 		if len(msgs) > 0 {
-			return fmt.Errorf("cannot write the status of %s %q in namespace %q: its %s %s", p.resource, name, namespace, part.what, strings.Join(msgs, ", "))
+			return "", fmt.Errorf("cannot write the status of %s %q in namespace %q: its %s %s", p.resource, name, namespace, part.what, strings.Join(msgs, ", "))
 		}
 	}
 	if err := p.throttle.wait(ctx); err != nil {
-		return err
+		return "", err
 	}
 	req := p.client.Put().AbsPath(p.prefix, namespace, p.resource, name, "status").
 		Param("fieldManager", FieldManager).
@@ -240,11 +293,37 @@ func (p statusPutter) put(ctx context.Context, namespace, name string, body any)
 	req.SetHeader("Accept", p.accept)
 	answer, err := req.Stream(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer answer.Close()
-	_, err = io.Copy(io.Discard, answer)
-	return err
+	buf := answerBuffers.Get().(*[maxAnswer]byte)
+	defer answerBuffers.Put(buf)
+	n, err := io.ReadFull(answer, buf[:])
+	switch err {
+	case io.EOF, io.ErrUnexpectedEOF: // the whole answer
+		return answerVersion(buf[:n]), nil
+	case nil: // not the metadata asked for: a whole object, left unread
+		_, err = io.Copy(io.Discard, answer)
+	}
+	return "", err
+}
+
+// answerBuffers hold status writes' answers while their resourceVersion is
+// read: a kilobyte or two of metadata each.
+var answerBuffers = sync.Pool{New: func() any { return new([maxAnswer]byte) }}
+
+// maxAnswer is the longest answer whose resourceVersion put reads.
+const maxAnswer = 32 << 10
+
+// answerVersion is the resourceVersion of the object a status write's
+// JSON answer describes ("" where the answer is not JSON, or not such an
+// object: the write succeeded anyway).
+func answerVersion(answer []byte) string {
+	h, ok := jsonmeta.ReadHead(answer)
+	if !ok {
+		return ""
+	}
+	return h.ResourceVersion
 }
 
 // partialMetadata is the media type parameter asking kube-apiserver to

@@ -41,14 +41,14 @@ func newJSONSerializer() runtime.Serializer {
 	return kjson.NewSerializerWithOptions(jsonmeta.MetaFactory{}, haScheme, haScheme, kjson.SerializerOptions{})
 }
 
-func newHAJSON(deferred Deferred) haJSON {
+func newHAJSON(deferred Deferred, echoes *echoes) haJSON {
 	s := newJSONSerializer()
 	return haJSON{runtime.SerializerInfo{
 		MediaType:        runtime.ContentTypeJSON,
 		MediaTypeType:    "application",
 		MediaTypeSubType: "json",
 		EncodesAsText:    true,
-		Serializer:       haDecoder{Serializer: s, deferred: deferred},
+		Serializer:       haDecoder{Serializer: s, deferred: deferred, echoes: echoes},
 		StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: eventSerializer{Serializer: s}, Framer: jsonmeta.Framer},
 	}}
 }
@@ -70,19 +70,37 @@ func newHAJSON(deferred Deferred) haJSON {
 // one returned. Anything else (another kind, decoding into an object)
 // goes to the JSON serializer as before.
 //
-// With deferred set, a HorizontalAutoscaler it names is decoded as a
+// With echoes set, a HorizontalAutoscaler that a status write of this
+// controller stored is not decoded: echoes holds it already, or will once
+// the write's answer is read (then it is a deferredHA until read). The
+// client only lists, which decodes into a list, and watches. With
+// deferred set, a HorizontalAutoscaler it names is decoded as a
 // deferredHA: its metadata now, the rest when first read.
 type haDecoder struct {
 	runtime.Serializer
 	deferred Deferred
+	echoes   *echoes
 }
 
 func (d haDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	if into == nil {
-		if obj, ok := d.deferHA(data); ok {
+	if into == nil && (d.deferred != nil || d.echoes != nil) {
+		if h, ok := jsonmeta.ReadHead(data); ok && h.APIVersion == haAPIVersion && h.Kind == haKind.Kind {
 			gvk := haKind
-			return obj, &gvk, nil
+			obj, pending := d.echoes.take(h.Namespace, h.Name, h.ResourceVersion)
+			if obj != nil {
+				return obj, &gvk, nil
+			}
+			if pending != nil {
+				if obj, ok := newDeferredHA(data, h.Metadata, d.echoOr(pending, h.ResourceVersion)); ok {
+					return obj, &gvk, nil
+				}
+			}
+			if obj, ok := d.deferHA(h, data); ok {
+				return obj, &gvk, nil
+			}
 		}
+	}
+	if into == nil {
 		if gvk, err := (jsonmeta.MetaFactory{}).Interpret(data); err == nil && *gvk == haKind {
 			ha := &v1alpha1.HorizontalAutoscaler{}
 			if jsonv2.Unmarshal(data, ha) == nil {
@@ -91,6 +109,17 @@ func (d haDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into r
 		}
 	}
 	return d.Serializer.Decode(data, defaults, into)
+}
+
+// echoOr decodes the object at version that came while w was in flight:
+// it is what w stored, if w stored that version; decoded otherwise.
+func (d haDecoder) echoOr(w *write, version string) func([]byte) (*v1alpha1.HorizontalAutoscaler, error) {
+	return func(data []byte) (*v1alpha1.HorizontalAutoscaler, error) {
+		if obj, ok := d.echoes.resolve(w, version); ok {
+			return obj, nil
+		}
+		return d.decodeHA(data)
+	}
 }
 
 // decodeHA decodes a HorizontalAutoscaler as Decode does.
@@ -190,6 +219,18 @@ type HAClients struct {
 	StatusLimiter flowcontrol.RateLimiter
 	// defers: Watch may decode objects as deferredHAs.
 	defers bool
+	// echoes are the objects Status wrote, which Watch takes instead of
+	// decoding them (nil: none kept).
+	echoes *echoes
+}
+
+// EchoesReused is how many objects the watch took from the status
+// writes' answers instead of decoding them.
+func (c HAClients) EchoesReused() uint64 {
+	if c.echoes == nil {
+		return 0
+	}
+	return c.echoes.reused.Load()
 }
 
 // maxHTTP1StatusWriters is how many workers may write statuses over
@@ -213,15 +254,16 @@ const maxHTTP1StatusWriters = 25
 // Watched objects that deferred names (nil: none) are decoded when first
 // read (see Deferred).
 func NewHorizontalAutoscalerClients(cfg *rest.Config, workers int, deferred Deferred) (HAClients, error) {
-	watch, err := newHAClient(cfg, deferred)
+	echoes := newEchoes()
+	watch, err := newHAClient(cfg, deferred, echoes)
 	if err != nil {
 		return HAClients{}, err
 	}
-	status, err := newHAClient(statusConfig(cfg, workers), nil)
+	status, err := newHAClient(statusConfig(cfg, workers), nil, nil)
 	if err != nil {
 		return HAClients{}, err
 	}
-	return HAClients{Watch: watch, Status: status, StatusUserAgent: cfg.UserAgent, StatusLimiter: watch.GetRateLimiter(), defers: deferred != nil}, nil
+	return HAClients{Watch: watch, Status: status, StatusUserAgent: cfg.UserAgent, StatusLimiter: watch.GetRateLimiter(), defers: deferred != nil, echoes: echoes}, nil
 }
 
 // statusConfig is cfg for the status writes of workers workers: over
@@ -239,13 +281,14 @@ func statusConfig(cfg *rest.Config, workers int) *rest.Config {
 
 // newHAClient returns a REST client for autoscaling.tidal.dev/v1alpha1
 // speaking JSON with cfg's credentials and rate limits, deferring the
-// decode of the watched objects deferred names.
-func newHAClient(cfg *rest.Config, deferred Deferred) (rest.Interface, error) {
+// decode of the watched objects deferred names and taking those echoes
+// holds.
+func newHAClient(cfg *rest.Config, deferred Deferred, echoes *echoes) (rest.Interface, error) {
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &v1alpha1.SchemeGroupVersion
 	c.APIPath = "/apis"
 	c.ContentType = runtime.ContentTypeJSON
 	c.AcceptContentTypes = runtime.ContentTypeJSON
-	c.NegotiatedSerializer = newHAJSON(deferred)
+	c.NegotiatedSerializer = newHAJSON(deferred, echoes)
 	return rest.RESTClientFor(c)
 }

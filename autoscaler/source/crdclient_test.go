@@ -299,7 +299,7 @@ func TestStatusPutterPath(t *testing.T) {
 			mu.Lock()
 			uris = nil
 			mu.Unlock()
-			err = w.(restHPAWriter).put.put(context.Background(), tc.namespace, tc.object, hpa)
+			_, err = w.(restHPAWriter).put.put(context.Background(), tc.namespace, tc.object, hpa)
 			mu.Lock()
 			got := uris
 			mu.Unlock()

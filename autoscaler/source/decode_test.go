@@ -34,7 +34,7 @@ func watchedHA(tb testing.TB) []byte {
 // object to decode into, the kind cleared after), with haDecoder and with
 // the JSON serializer alone.
 func decodeBoth(data []byte) (fast, ref runtime.Object, fastErr, refErr error) {
-	fast, fastErr = runtime.Decode(runtime.WithoutVersionDecoder{Decoder: newHAJSON(nil).info.Serializer}, data)
+	fast, fastErr = runtime.Decode(runtime.WithoutVersionDecoder{Decoder: newHAJSON(nil, nil).info.Serializer}, data)
 	ref, refErr = runtime.Decode(runtime.WithoutVersionDecoder{Decoder: jsonSerializer()}, data)
 	return
 }
@@ -126,7 +126,7 @@ func TestHADecoderEdges(t *testing.T) {
 func TestHADecoderDecodesIntoAsBefore(t *testing.T) {
 	doc := []byte(`{"apiVersion":"autoscaling.tidal.dev/v1alpha1","kind":"HorizontalAutoscaler","spec":{"maxReplicas":4}}`)
 	into := &v1alpha1.HorizontalAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}
-	if _, _, err := newHAJSON(nil).info.Serializer.Decode(doc, nil, into); err != nil {
+	if _, _, err := newHAJSON(nil, nil).info.Serializer.Decode(doc, nil, into); err != nil {
 		t.Fatal(err)
 	}
 	if into.Name != "kept" || into.Spec.MaxReplicas != 4 {
@@ -147,7 +147,7 @@ func TestHADecoderAllocatesLess(t *testing.T) {
 			}
 		})
 	}
-	fast, ref := count(newHAJSON(nil).info.Serializer), count(jsonSerializer())
+	fast, ref := count(newHAJSON(nil, nil).info.Serializer), count(jsonSerializer())
 	if fast > ref*3/4 {
 		t.Errorf("haDecoder allocates %.0f times a decode, the JSON serializer %.0f", fast, ref)
 	}
@@ -160,7 +160,7 @@ func BenchmarkHADecode(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		d    runtime.Decoder
-	}{{"jsonserializer", jsonSerializer()}, {"hadecoder", newHAJSON(nil).info.Serializer}} {
+	}{{"jsonserializer", jsonSerializer()}, {"hadecoder", newHAJSON(nil, nil).info.Serializer}} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()

@@ -76,14 +76,10 @@ func (d *deferredHA) DeepCopyObject() runtime.Object {
 	return c
 }
 
-// deferHA returns data deferred where it is a HorizontalAutoscaler that
-// deferred says to leave undecoded; ok is false otherwise.
-func (d haDecoder) deferHA(data []byte) (obj *deferredHA, ok bool) {
-	if d.deferred == nil {
-		return nil, false
-	}
-	h, ok := jsonmeta.ReadHead(data)
-	if !ok || h.APIVersion != haAPIVersion || h.Kind != haKind.Kind || !d.deferred(h.Namespace, h.Name) {
+// deferHA returns data, a HorizontalAutoscaler whose head is h, deferred
+// where deferred says to leave it undecoded; ok is false otherwise.
+func (d haDecoder) deferHA(h jsonmeta.Head, data []byte) (obj *deferredHA, ok bool) {
+	if d.deferred == nil || !d.deferred(h.Namespace, h.Name) {
 		return nil, false
 	}
 	return newDeferredHA(data, h.Metadata, d.decodeHA)

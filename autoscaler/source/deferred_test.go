@@ -22,7 +22,7 @@ func deferNone(string, string) bool { return false }
 // decodeDeferring decodes data as the watch decodes an object, with the
 // decoder deferring what deferred names.
 func decodeDeferring(data []byte, deferred Deferred) (runtime.Object, error) {
-	return runtime.Decode(runtime.WithoutVersionDecoder{Decoder: newHAJSON(deferred).info.Serializer}, data)
+	return runtime.Decode(runtime.WithoutVersionDecoder{Decoder: newHAJSON(deferred, nil).info.Serializer}, data)
 }
 
 // TestDeferredHAReadsAsDecoded: a deferred object, once read through Get,

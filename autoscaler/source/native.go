@@ -177,7 +177,8 @@ func NewHPAStatusWriter(cfg *rest.Config, limiter flowcontrol.RateLimiter, worke
 type restHPAWriter struct{ put statusPutter }
 
 func (w restHPAWriter) UpdateStatus(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) error {
-	return w.put.put(ctx, hpa.Namespace, hpa.Name, hpa)
+	_, err := w.put.put(ctx, hpa.Namespace, hpa.Name, hpa)
+	return err
 }
 
 func (s *nativeSource) Kind() string                        { return "HorizontalPodAutoscaler" }

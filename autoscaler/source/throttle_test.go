@@ -111,7 +111,7 @@ func TestStatusWriteThrottle(t *testing.T) {
 		},
 		upstream: func(t *testing.T, limiter flowcontrol.RateLimiter) error {
 			c, err := rest.RESTClientFor(&rest.Config{Host: srv.URL, RateLimiter: limiter, APIPath: "/apis",
-				ContentConfig: rest.ContentConfig{GroupVersion: &autoscalingv2.SchemeGroupVersion, NegotiatedSerializer: newHAJSON(nil)}})
+				ContentConfig: rest.ContentConfig{GroupVersion: &autoscalingv2.SchemeGroupVersion, NegotiatedSerializer: newHAJSON(nil, nil)}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -219,7 +219,7 @@ func TestStatusWriteThrottleAllocs(t *testing.T) {
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
 	allocs := func(p statusPutter) float64 {
 		return testing.AllocsPerRun(100, func() {
-			if err := p.put(context.Background(), "ns", "web", hpa); err != nil {
+			if _, err := p.put(context.Background(), "ns", "web", hpa); err != nil {
 				t.Fatal(err)
 			}
 		})

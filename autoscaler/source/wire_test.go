@@ -134,7 +134,7 @@ func decodeWatch(t testing.TB, ns runtime.NegotiatedSerializer, stream []byte) [
 func TestHAJSONDecodesAsCodecFactory(t *testing.T) {
 	stream := watchStream(t, 5)
 	want := decodeWatch(t, serializer.NewCodecFactory(haScheme).WithoutConversion(), stream)
-	got := decodeWatch(t, newHAJSON(nil), stream)
+	got := decodeWatch(t, newHAJSON(nil, nil), stream)
 	if len(got) != 6 || len(want) != 6 {
 		t.Fatalf("decoded %d and %d events, want 6", len(got), len(want))
 	}
@@ -180,24 +180,41 @@ func keepingManagedFields(n haJSON) haJSON {
 // codec factory; with the client's serializer framing the stream with
 // apimachinery's JSON framer and decoding managed fields (as before both
 // changes); with the client's serializer decoding managed fields; and
-// with the client's serializer (compare with benchstat -col /name).
+// with the client's serializer; and with every object the echo of a
+// status write whose stored object the client holds (compare with
+// benchstat -col /name).
 func BenchmarkWatchDecode(b *testing.B) {
 	const n = 100
 	stream := watchStream(b, n)
+	echoes := newEchoes()
+	expectAll := func() {
+		for i := range n {
+			ha := wireHA(i)
+			ha.ManagedFields = nil
+			echoes.finish(echoes.begin(ha.Namespace, ha.Name), ha)
+		}
+	}
 	for _, tc := range []struct {
-		name string
-		ns   runtime.NegotiatedSerializer
+		name   string
+		ns     runtime.NegotiatedSerializer
+		before func()
 	}{
-		{"codecfactory", serializer.NewCodecFactory(haScheme).WithoutConversion()},
-		{"hajson-jsonframer", withFramer(keepingManagedFields(newHAJSON(nil)), kjson.Framer)},
-		{"hajson-managedfields", keepingManagedFields(newHAJSON(nil))},
-		{"hajson", newHAJSON(nil)},
-		{"hajson-deferred", newHAJSON(deferAll)},
+		{"codecfactory", serializer.NewCodecFactory(haScheme).WithoutConversion(), nil},
+		{"hajson-jsonframer", withFramer(keepingManagedFields(newHAJSON(nil, nil)), kjson.Framer), nil},
+		{"hajson-managedfields", keepingManagedFields(newHAJSON(nil, nil)), nil},
+		{"hajson", newHAJSON(nil, nil), nil},
+		{"hajson-deferred", newHAJSON(deferAll, nil), nil},
+		{"hajson-echoes", newHAJSON(nil, echoes), expectAll},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(stream)))
 			b.ReportAllocs()
 			for b.Loop() {
+				if tc.before != nil {
+					b.StopTimer()
+					tc.before()
+					b.StartTimer()
+				}
 				if ev := decodeWatch(b, tc.ns, stream); len(ev) != n+1 {
 					b.Fatalf("%d events", len(ev))
 				}

@@ -165,10 +165,12 @@ func WithoutManagedFields(obj []byte) (out []byte, ok bool) {
 // decoding it: its kind, and where its metadata is.
 type Head struct {
 	APIVersion, Kind string
-	// Metadata is the metadata member's value (not validated), Namespace
-	// ("" when missing) and Name the strings in it.
-	Metadata        []byte
-	Namespace, Name string
+	// Metadata is the metadata member's value (not validated); Namespace
+	// ("" when missing) and Name are strings in it, and so is
+	// ResourceVersion, "" when missing or not read with certainty (escaped,
+	// repeated, or a key matching it only case-insensitively).
+	Metadata                         []byte
+	Namespace, Name, ResourceVersion string
 }
 
 // ReadHead reads the Head of the JSON object obj in one pass over its
@@ -198,7 +200,8 @@ func ReadHead(obj []byte) (Head, bool) {
 	if !ok || metadata != 1 {
 		return Head{}, false
 	}
-	var namespaces, names int
+	var namespaces, names, versions int
+	versionKnown := true
 	_, ok = members(h.Metadata, func(key, value []byte) bool {
 		plain := true
 		switch string(key) {
@@ -208,13 +211,24 @@ func ReadHead(obj []byte) (Head, bool) {
 		case "name":
 			h.Name, plain = plainString(value)
 			names++
+		case "resourceVersion":
+			var known bool
+			h.ResourceVersion, known = plainString(value)
+			versionKnown = versionKnown && known
+			versions++
 		default:
+			if bytes.EqualFold(key, []byte("resourceVersion")) {
+				versionKnown = false
+			}
 			return !bytes.EqualFold(key, []byte("namespace")) && !bytes.EqualFold(key, []byte("name"))
 		}
 		return plain
 	})
 	if !ok || namespaces > 1 || names != 1 {
 		return Head{}, false
+	}
+	if !versionKnown || versions > 1 {
+		h.ResourceVersion = ""
 	}
 	return h, true
 }

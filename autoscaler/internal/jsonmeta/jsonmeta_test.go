@@ -254,11 +254,11 @@ func TestReadHead(t *testing.T) {
 		want      Head
 		ok        bool
 	}{
-		{"as the apiserver writes it", `{` + av + `"metadata":{"name":"a","namespace":"ns","uid":"u"},"spec":{"name":"b"}}`,
-			Head{"g/v", "K", []byte(`{"name":"a","namespace":"ns","uid":"u"}`), "ns", "a"}, true},
+		{"as the apiserver writes it", `{` + av + `"metadata":{"name":"a","namespace":"ns","uid":"u","resourceVersion":"42"},"spec":{"name":"b"}}`,
+			Head{"g/v", "K", []byte(`{"name":"a","namespace":"ns","uid":"u","resourceVersion":"42"}`), "ns", "a", "42"}, true},
 		{"spaces, metadata first", `{ "metadata" : { "namespace" : "ns" , "name" : "a" } , "kind":"K", "spec":{}}`,
-			Head{"", "K", []byte(`{ "namespace" : "ns" , "name" : "a" }`), "ns", "a"}, true},
-		{"the last kind wins", `{"kind":"J","metadata":{"name":"a"},"kind":"K"}`, Head{"", "K", []byte(`{"name":"a"}`), "", "a"}, true},
+			Head{"", "K", []byte(`{ "namespace" : "ns" , "name" : "a" }`), "ns", "a", ""}, true},
+		{"the last kind wins", `{"kind":"J","metadata":{"name":"a"},"kind":"K"}`, Head{"", "K", []byte(`{"name":"a"}`), "", "a", ""}, true},
 		{"no name", `{` + av + `"metadata":{"namespace":"ns"}}`, Head{}, false},
 		{"no metadata", `{` + av + `"spec":{}}`, Head{}, false},
 		{"metadata not an object", `{"metadata":["name"]}`, Head{}, false},
@@ -268,6 +268,12 @@ func TestReadHead(t *testing.T) {
 		{"an escaped name", `{"metadata":{"name":"\u0061"}}`, Head{}, false},
 		{"a kind that is no string", `{"kind":1,"metadata":{"name":"a"}}`, Head{}, false},
 		{"a key matching only in case", `{"metadata":{"name":"a","Namespace":"ns"}}`, Head{}, false},
+		{"a resourceVersion matching only in case: unknown", `{"metadata":{"name":"a","resourceVersion":"1","resourceversion":"2"}}`,
+			Head{"", "", []byte(`{"name":"a","resourceVersion":"1","resourceversion":"2"}`), "", "a", ""}, true},
+		{"a repeated resourceVersion: unknown", `{"metadata":{"name":"a","resourceVersion":"1","resourceVersion":"2"}}`,
+			Head{"", "", []byte(`{"name":"a","resourceVersion":"1","resourceVersion":"2"}`), "", "a", ""}, true},
+		{"an escaped resourceVersion: unknown", `{"metadata":{"name":"a","resourceVersion":"\u0031"}}`,
+			Head{"", "", []byte(`{"name":"a","resourceVersion":"\u0031"}`), "", "a", ""}, true},
 		{"a top-level key matching only in case", `{"Kind":"K","metadata":{"name":"a"}}`, Head{}, false},
 		{"no object", `["metadata"]`, Head{}, false},
 	}

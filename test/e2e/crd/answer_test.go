@@ -3,6 +3,8 @@ package crd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -11,7 +13,9 @@ import (
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -20,7 +24,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/ptr"
 
+	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 	"github.com/tidal-autoscaler/tidal/test/harness"
 )
@@ -189,4 +195,98 @@ func TestStatusWrites(t *testing.T) {
 			t.Errorf("status.desiredReplicas = %d after the write, want 4", got.Status.DesiredReplicas)
 		}
 	})
+}
+
+// TestStatusWriteEchoes writes statuses as crd mode does and checks the
+// object the informer then holds. The watch's decoder takes the object a
+// write stored from the writer instead of decoding the echo (see
+// autoscaler/source's echoes): that object must be the one kube-apiserver
+// stored, as a GET reads it, and every echo must be taken (read after its
+// write's answer, whether it came before it or after).
+func TestStatusWriteEchoes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	obj := object(t, `{"metadata":{"name":"echo","labels":{"app":"web"},
+		"annotations":{"note":"kept","kubectl.kubernetes.io/last-applied-configuration":"{}"}},"spec":{
+		"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":5,
+		"metrics":[{"type":"Pods","pods":{"metric":{"name":"rps"},"target":{"type":"AverageValue","averageValue":"10"}}}]}}`)
+	if _, err := client(t).Create(ctx, obj, metav1.CreateOptions{FieldManager: "creator"}); err != nil {
+		t.Fatal(err)
+	}
+	clients, err := source.NewHorizontalAutoscalerClients(rest.CopyConfig(env.h.Admin), 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := source.CRDSourceIn(clients, "crd", 0)
+	go src.Informer().RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), src.Informer().HasSynced) {
+		t.Fatal("the informer did not sync")
+	}
+	// cachedAfter waits until the informer holds a version other than
+	// version, and returns it.
+	cachedAfter := func(version string) *v1alpha1.HorizontalAutoscaler {
+		t.Helper()
+		var got *v1alpha1.HorizontalAutoscaler
+		if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+			o, err := src.Get("crd", "echo")
+			if err != nil {
+				return false, nil
+			}
+			got = o.Runtime().(*v1alpha1.HorizontalAutoscaler)
+			return got.ResourceVersion != version, nil
+		}); err != nil {
+			t.Fatalf("the informer never held crd/echo after version %q: %v", version, err)
+		}
+		return got
+	}
+	const writes = 20
+	cached := cachedAfter("")
+	for i := range writes {
+		o := source.ObjectOfHA(cached.DeepCopy())
+		now := metav1.NewTime(time.Now()) // nanoseconds, which JSON drops
+		q := resource.MustParse(fmt.Sprintf("%dm", 9500+i))
+		st := o.HPAStatus()
+		st.ObservedGeneration, st.LastScaleTime = ptr.To[int64](1), &now
+		st.CurrentReplicas, st.DesiredReplicas = 2, int32(2+i%3)
+		st.CurrentMetrics = []autoscalingv2.MetricStatus{{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricStatus{
+			Metric: autoscalingv2.MetricIdentifier{Name: "rps"}, Current: autoscalingv2.MetricValueStatus{AverageValue: &q}}}}
+		st.Conditions = []autoscalingv2.HorizontalPodAutoscalerCondition{
+			{Type: autoscalingv2.AbleToScale, Status: "True", LastTransitionTime: now, Reason: "ReadyForNewScale", Message: "recommended size matches current size"},
+			{Type: autoscalingv2.ScalingActive, Status: "True", LastTransitionTime: now, Reason: "ValidMetricFound", Message: `the HPA was able to compute a replica count from pods metric rps & "more" <here>`},
+		}
+		o.SetTidalStatus(&v1alpha1.TidalStatus{Reference: "Deployment/web", Targets: "rps: 9500m/10", History: fmt.Sprintf("r=%d@1795262400", i),
+			Decision: &v1alpha1.Decision{CurrentReplicas: 2, ProposedReplicas: 2, DesiredReplicas: 2, StabilizedReplicas: ptr.To[int32](2)}})
+		if err := src.UpdateStatus(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		cached = cachedAfter(cached.ResourceVersion)
+		u, err := client(t).Get(ctx, "echo", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := u.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := &v1alpha1.HorizontalAutoscaler{}
+		if err := json.Unmarshal(data, stored); err != nil {
+			t.Fatal(err)
+		}
+		// What the informer keeps of it: no kind, managed fields or
+		// last applied configuration.
+		stored.TypeMeta, stored.ManagedFields = metav1.TypeMeta{}, nil
+		delete(stored.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
+		if stored.ResourceVersion != cached.ResourceVersion {
+			t.Fatalf("write %d: the informer holds version %s, a GET read %s", i, cached.ResourceVersion, stored.ResourceVersion)
+		}
+		wantJSON, _ := json.Marshal(stored)
+		gotJSON, _ := json.Marshal(cached)
+		if !apiequality.Semantic.DeepEqual(cached, stored) || !bytes.Equal(gotJSON, wantJSON) {
+			t.Fatalf("write %d: the informer holds\n%s\nkube-apiserver stored\n%s", i, gotJSON, wantJSON)
+		}
+	}
+	// Each echo was read after its write's answer, whichever came first.
+	if reused := clients.EchoesReused(); reused != writes {
+		t.Errorf("%d of %d echoes taken from the writer, the rest decoded; want all", reused, writes)
+	}
 }

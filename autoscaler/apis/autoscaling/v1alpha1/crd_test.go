@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -211,4 +213,57 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(raw)
+}
+
+// TestStatusSchemaKeepsTheStatus: kube-apiserver stores a status as it is
+// written: the CRD's status schema has a property for every field of the
+// type (pruning drops none) and no defaults. The autoscaler relies on it:
+// it keeps the object a status write stored without reading it back (see
+// autoscaler/source's echoes).
+func TestStatusSchemaKeepsTheStatus(t *testing.T) {
+	status := at(t, loadCRD(t), "spec.versions.0.schema.openAPIV3Schema.properties.status").(map[string]any)
+	var walk func(path string, typ reflect.Type, schema map[string]any)
+	walk = func(path string, typ reflect.Type, schema map[string]any) {
+		if _, ok := schema["default"]; ok {
+			t.Errorf("status%s has a default in the CRD", path)
+		}
+		for typ.Kind() == reflect.Pointer {
+			typ = typ.Elem()
+		}
+		switch {
+		case typ == reflect.TypeFor[metav1.Time]() || typ == reflect.TypeFor[resource.Quantity]():
+			return // a string
+		case typ.Kind() == reflect.Slice:
+			items, ok := schema["items"].(map[string]any)
+			if !ok {
+				t.Errorf("status%s: no items in the CRD", path)
+				return
+			}
+			walk(path+"[]", typ.Elem(), items)
+		case typ.Kind() == reflect.Map:
+			if _, ok := schema["additionalProperties"]; !ok {
+				t.Errorf("status%s: a map without additionalProperties in the CRD", path)
+			}
+		case typ.Kind() == reflect.Struct:
+			props, _ := schema["properties"].(map[string]any)
+			for i := range typ.NumField() {
+				f := typ.Field(i)
+				name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if name == "-" || !f.IsExported() {
+					continue
+				}
+				if name == "" && strings.Contains(opts, "inline") {
+					walk(path, f.Type, schema)
+					continue
+				}
+				sub, ok := props[name].(map[string]any)
+				if !ok {
+					t.Errorf("status%s.%s: no property in the CRD; kube-apiserver would prune it", path, name)
+					continue
+				}
+				walk(path+"."+name, f.Type, sub)
+			}
+		}
+	}
+	walk("", reflect.TypeFor[HorizontalAutoscalerStatus](), status)
 }
