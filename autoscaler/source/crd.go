@@ -258,8 +258,8 @@ func newStatusPutter(client rest.Interface, userAgent, accept string, limiter fl
 // read into a pooled buffer (the connection is then reused), where Do's
 // io.ReadAll grew a new buffer for each answer, 6% of the controller's
 // allocations at 1,000 autoscalers; a failure is the Status error Do
-// gives. The field manager is set as the query
-// parameter metav1.UpdateOptions would give: converting the options by
+// gives. The field manager is set as the query parameter
+// metav1.UpdateOptions would give: converting the options by
 // reflection cost 6% of a status write in a profile. The path is given
 // whole (AbsPath), as Namespace, Resource, Name and SubResource would
 // build it: client-go builds a request's URL four times (its rate limiter's
