@@ -109,17 +109,10 @@ func TestStatusWrites(t *testing.T) {
 		if _, err := client(t).Create(ctx, obj, metav1.CreateOptions{FieldManager: "creator"}); err != nil {
 			t.Fatal(err)
 		}
-		clients, err := source.NewHorizontalAutoscalerClients(cfg, 1, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src := source.CRDSourceIn(clients, "crd", 0)
-		go src.Informer().RunWithContext(ctx)
-		if !cache.WaitForCacheSync(ctx.Done(), src.Informer().HasSynced) {
-			t.Fatal("the informer did not sync")
-		}
+		src, _ := startCRDSource(ctx, t, cfg)
 		var cached source.Object
 		if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+			var err error
 			cached, err = src.Get("crd", "answer")
 			return err == nil, nil
 		}); err != nil {
@@ -197,6 +190,23 @@ func TestStatusWrites(t *testing.T) {
 	})
 }
 
+// startCRDSource starts crd mode's source of the namespace "crd" with
+// clients made from cfg, as the autoscaler makes them, and waits for its
+// informer to sync.
+func startCRDSource(ctx context.Context, t *testing.T, cfg *rest.Config) (source.Source, source.HAClients) {
+	t.Helper()
+	clients, err := source.NewHorizontalAutoscalerClients(cfg, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := source.CRDSourceIn(clients, "crd", 0)
+	go src.Informer().RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), src.Informer().HasSynced) {
+		t.Fatal("the informer did not sync")
+	}
+	return src, clients
+}
+
 // TestStatusWriteEchoes writes statuses as crd mode does and checks the
 // object the informer then holds. The watch's decoder takes the object a
 // write stored from the writer instead of decoding the echo (see
@@ -213,15 +223,7 @@ func TestStatusWriteEchoes(t *testing.T) {
 	if _, err := client(t).Create(ctx, obj, metav1.CreateOptions{FieldManager: "creator"}); err != nil {
 		t.Fatal(err)
 	}
-	clients, err := source.NewHorizontalAutoscalerClients(rest.CopyConfig(env.h.Admin), 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := source.CRDSourceIn(clients, "crd", 0)
-	go src.Informer().RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), src.Informer().HasSynced) {
-		t.Fatal("the informer did not sync")
-	}
+	src, clients := startCRDSource(ctx, t, rest.CopyConfig(env.h.Admin))
 	// cachedAfter waits until the informer holds a version other than
 	// version, and returns it.
 	cachedAfter := func(version string) *v1alpha1.HorizontalAutoscaler {
