@@ -32,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidal-autoscaler/tidal/test/bench/samples"
 	"github.com/tidal-autoscaler/tidal/test/harness"
 )
 
@@ -159,7 +160,13 @@ func runBench(ctx context.Context, root string, o options) (benchRun, error) {
 		return benchRun{}, err
 	}
 	commit := describeCommit(ctx, root)
-	d := runJobs(ctx, root, tools, dir, p, selected, o.log)
+	lanes := 1
+	if o.smoke {
+		lanes = smokeLanes
+	}
+	d := runJobs(ctx, p, selected, lanes, o.log, func(ctx context.Context, j job) ([]samples.Sample, error) {
+		return runJob(ctx, root, tools, dir, j)
+	})
 	var results []result
 	for _, r := range selected {
 		results = append(results, r.eval(d))
