@@ -19,10 +19,9 @@ import (
 // round) and checks the run's shape: every row in the table, every side
 // with samples, every goal's ratio computed, the output files written. It
 // never checks a figure or a time. Its jobs run two at a time
-// (smokeLanes): 3.5 minutes on 2 cores with a warm build cache, against
-// 5.5 one at a time (2026-12-02, alone: the moving rows' job, five
-// phases, 2m12s one at a time and 2m26s beside another; the others 36 s
-// to 66 s and 39 s to 78 s).
+// (smokeLanes): about 3 minutes on 2 cores with a warm build cache,
+// against 6.5 one at a time (2026-12-02: the moving rows' job 2m12s, with
+// five phases, the others 36 s to 66 s each).
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the harness")
