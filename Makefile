@@ -38,15 +38,7 @@ FUZZMINIMIZETIME ?= 2s
 # Unit tests: everything but the packages that start real servers.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 # Integration and e2e tests: they start the harness (test/harness).
-# go test starts packages in the order given, E2E_PARALLEL at a time, so
-# the longest go first (seconds in a run of 2026-12-02, cold caches:
-# conformance 729, faults 282, the bench smoke 428 before its jobs ran
-# two at a time, failover 182, image 412 cold and 18 warm, the fleet
-# bench's tests 151, manifests 146, sandbox 140): started last, as in
-# go list's order, conformance and image ran on after the rest.
-E2E_FIRST = ./test/e2e/conformance ./test/e2e/faults ./test/cmd/bench ./test/e2e/failover \
-	./test/image ./test/bench/autoscaler ./test/manifests ./test/sandbox
-E2E_PKGS  = $(shell first="$$($(GO) list $(E2E_FIRST))"; echo "$$first"; $(GO) list ./test/... | grep -vxF "$$first")
+E2E_PKGS  = $(shell $(GO) list ./test/...)
 
 # Where test/tools/install.sh put the binaries.
 TOOLS_DIR := $(OUTPUT)/tools

@@ -10,74 +10,43 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tidal-autoscaler/tidal/test/bench/samples"
 )
 
 // runJobs runs every job the rows need, once per distinct job, and
-// returns their samples and failures by job id. lanes jobs run at once:
-// 1 for a measured run, whose jobs must not share the machine; the smoke
-// run, which checks no figure, runs its jobs side by side to keep
-// make test short (each job starts its own harness on free ports).
-func runJobs(ctx context.Context, p plan, selected []row, lanes int, log io.Writer, run jobRunner) data {
-	first := map[string]string{} // job key -> id of the job that runs it
-	alias := map[string]string{} // job id -> id of the job that runs it
-	var distinct []string
+// returns their samples and failures by job id.
+func runJobs(ctx context.Context, root, tools, dir string, p plan, selected []row, log io.Writer) data {
+	d := data{samples: map[string][]samples.Sample{}, failed: map[string]string{}}
+	done := map[string]string{} // job key -> id of the job that ran it
 	for _, r := range selected {
 		for _, id := range r.jobs() {
-			if _, ok := alias[id]; ok {
+			if _, ok := d.samples[id]; ok {
 				continue
 			}
-			key := p.jobs[id].key()
-			if f, ok := first[key]; ok {
-				alias[id] = f
+			if _, ok := d.failed[id]; ok {
 				continue
 			}
-			first[key], alias[id] = id, id
-			distinct = append(distinct, id)
-		}
-	}
-	d := data{samples: map[string][]samples.Sample{}, failed: map[string]string{}}
-	var mu sync.Mutex
-	ids := make(chan string)
-	var wg sync.WaitGroup
-	for range max(lanes, 1) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for id := range ids {
-				j := p.jobs[id]
-				began := time.Now()
-				fmt.Fprintf(log, "bench: %s: go test -bench '%s' %s (%s)\n", id, j.bench, j.pkg, envString(j.env))
-				ss, err := run(ctx, j)
-				mu.Lock()
-				d.samples[id] = ss
-				if err != nil {
-					d.failed[id] = err.Error()
+			j := p.jobs[id]
+			if first, ok := done[j.key()]; ok {
+				d.samples[id] = d.samples[first]
+				if msg, ok := d.failed[first]; ok {
+					d.failed[id] = msg
 				}
-				mu.Unlock()
-				if err != nil {
-					fmt.Fprintf(log, "bench: %s FAILED after %s: %v\n", id, time.Since(began).Round(time.Second), err)
-					continue
-				}
-				fmt.Fprintf(log, "bench: %s done in %s, %d samples\n", id, time.Since(began).Round(time.Second), len(ss))
+				continue
 			}
-		}()
-	}
-	for _, id := range distinct {
-		ids <- id
-	}
-	close(ids)
-	wg.Wait()
-	for id, f := range alias {
-		if id == f {
-			continue
-		}
-		d.samples[id] = d.samples[f]
-		if msg, ok := d.failed[f]; ok {
-			d.failed[id] = msg
+			done[j.key()] = id
+			began := time.Now()
+			fmt.Fprintf(log, "bench: %s: go test -bench '%s' %s (%s)\n", id, j.bench, j.pkg, envString(j.env))
+			ss, err := runJob(ctx, root, tools, dir, j)
+			d.samples[id] = ss
+			if err != nil {
+				d.failed[id] = err.Error()
+				fmt.Fprintf(log, "bench: %s FAILED after %s: %v\n", id, time.Since(began).Round(time.Second), err)
+				continue
+			}
+			fmt.Fprintf(log, "bench: %s done in %s, %d samples\n", id, time.Since(began).Round(time.Second), len(ss))
 		}
 	}
 	return d
@@ -86,9 +55,6 @@ func runJobs(ctx context.Context, p plan, selected []row, lanes int, log io.Writ
 func envString(env map[string]string) string {
 	return strings.TrimPrefix(job{env: env}.key(), "  ")
 }
-
-// jobRunner runs one job and returns its samples.
-type jobRunner func(context.Context, job) ([]samples.Sample, error)
 
 // runJob runs one go test process; its output goes to logs/ID.log and
 // its samples to samples/ID.jsonl.

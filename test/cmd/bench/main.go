@@ -32,7 +32,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidal-autoscaler/tidal/test/bench/samples"
 	"github.com/tidal-autoscaler/tidal/test/harness"
 )
 
@@ -160,13 +159,7 @@ func runBench(ctx context.Context, root string, o options) (benchRun, error) {
 		return benchRun{}, err
 	}
 	commit := describeCommit(ctx, root)
-	lanes := 1
-	if o.smoke {
-		lanes = smokeLanes
-	}
-	d := runJobs(ctx, p, selected, lanes, o.log, func(ctx context.Context, j job) ([]samples.Sample, error) {
-		return runJob(ctx, root, tools, dir, j)
-	})
+	d := runJobs(ctx, root, tools, dir, p, selected, o.log)
 	var results []result
 	for _, r := range selected {
 		results = append(results, r.eval(d))

@@ -67,12 +67,6 @@ func fullSizes() sizes {
 	}
 }
 
-// smokeLanes is how many of the smoke run's jobs run at once. Two halve
-// its time in make test (the moving rows' job beside the four short
-// ones) while leaving room on 2 cores for the e2e package that make test
-// runs beside it; a measured run runs one job at a time.
-const smokeLanes = 2
-
 // smokeSizes check that every row runs end to end, never its figures:
 // a few pods and requests, a handful of autoscalers for one short period,
 // a closed loop stepping from 1 to 2 replicas over a 5 s rate window.

@@ -18,10 +18,9 @@ import (
 // stepping from 1 to 2 replicas over a 5 s rate window, 3 s sync; one
 // round) and checks the run's shape: every row in the table, every side
 // with samples, every goal's ratio computed, the output files written. It
-// never checks a figure or a time. Its jobs run two at a time
-// (smokeLanes): about 3 minutes on 2 cores with a warm build cache,
-// against 6.5 one at a time (2026-12-02: the moving rows' job 2m12s, with
-// five phases, the others 36 s to 66 s each).
+// never checks a figure or a time. About 4 minutes on 2 cores with a warm
+// build cache (the closed loop about 30 s of it; the sharded row's phase,
+// three replicas in the moving rows' job, about 20 s).
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the harness")
