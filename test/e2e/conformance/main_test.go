@@ -57,6 +57,15 @@ func (p *profile) controllerFlags() []string {
 	}, p.flags...)
 }
 
+// clientFlags give upstream and tidal the same client rate limit, high
+// enough that neither reconciles less often than every sync period. At
+// kube-controller-manager's default 20 QPS the upstream HPA controller,
+// which reconciles every HPA of its cluster (about 130 in base: two twins
+// a scenario), took over 20 s to come round to one, and a step could count
+// as settled before it wrote the status after a rescale (current=5 against
+// tidal's 8), or it skipped an intermediate stage tidal saw.
+func clientFlags() []string { return []string{"--kube-api-qps=200", "--kube-api-burst=400"} }
+
 // settleDefault outlasts the legacy downscale stabilization by more than a
 // sync period, so a held-back scale-down is not taken as settled.
 func (p *profile) settleDefault() time.Duration {
@@ -206,7 +215,7 @@ func (p *profile) start(ctx context.Context, dir string) error {
 	}
 	h, err := harness.Start(ctx, harness.Options{
 		Dir: dir, ControllerManager: true, Scheduler: true, Kwok: true,
-		HPAController: true, HPAControllerArgs: p.controllerFlags(),
+		HPAController: true, HPAControllerArgs: append(clientFlags(), p.controllerFlags()...),
 		// The workload controllers (not the HPA controller under test)
 		// create the twins' pods without client throttling: all scenarios
 		// start together, and at the default 20 QPS new pods lagged a sync
@@ -247,7 +256,7 @@ func (p *profile) start(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	args := append([]string{"--kube-api-qps=100", "--kube-api-burst=200"}, p.controllerFlags()...)
+	args := append(clientFlags(), p.controllerFlags()...)
 	if p.modes[modeNative] {
 		if err := restrictUpstream(ctx, h); err != nil {
 			return err

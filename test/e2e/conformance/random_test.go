@@ -26,6 +26,9 @@ const (
 )
 
 func TestRandomScenarios(t *testing.T) {
+	// Beside TestConformance's scenarios, on the base profile's control
+	// plane.
+	t.Parallel()
 	p := baseProfile
 	count, seed, err := randomSettings(os.Getenv(randomCountEnv), os.Getenv(randomSeedEnv), time.Now())
 	if err != nil {
