@@ -93,7 +93,14 @@ var (
 		"--horizontal-pod-autoscaler-cpu-initialization-period=0s",
 		"--horizontal-pod-autoscaler-initial-readiness-delay=0s",
 		"--concurrent-horizontal-pod-autoscaler-syncs=5",
-	}, only: flagScenarios}
+	}, only: slices.DeleteFunc(slices.Clone(flagScenarios), func(name string) bool {
+		// Without a downscale stabilization, "from zero" goes back to 0
+		// at every reconcile that finds none of the new pods ready yet
+		// (an External Value counts ready pods), then up again: upstream
+		// and tidal both do, and how many times is timing (0 3 0 3 4
+		// against 0 3 0 3 4 0 3 0 3 4 in one CI run).
+		return name == "zero-external"
+	})}
 	tunedProfile = &profile{name: "tuned", downscale: 25 * time.Second, flags: []string{
 		"--horizontal-pod-autoscaler-tolerance=0.3",
 		"--horizontal-pod-autoscaler-cpu-initialization-period=1s",
