@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -84,6 +85,13 @@ func describe(sc scenario) string {
 // for a target level, and how to set a value relative to that level.
 type randomMetric struct {
 	kind string
+	// byReady marks a Value target on an Object or External metric: its
+	// proposal is ceil(usage/target * ready pods), so while a scale is under
+	// way it depends on how many new pods are ready yet. Its values come
+	// from readyFree, and it has no second metric.
+	byReady bool
+	// base is the value at 1x (byReady metrics).
+	base float64
 	// spec is the metric spec.
 	spec autoscalingv2.MetricSpec
 	// set returns a step setting usage at factor x the target, per pod rank
@@ -133,7 +141,7 @@ func randomMetrics(r *rand.Rand) randomMetric {
 			return setStep("qps "+strings.Join(v, ","), func(m twinMetrics) { m.pods("qps", v...) })
 		}}
 	case 5:
-		return randomMetric{kind: "object-value", spec: objectMetric("rps", value("100")), set: func(f []float64) step {
+		return randomMetric{kind: "object-value", byReady: true, base: 100, spec: objectMetric("rps", value("100")), set: func(f []float64) step {
 			v := scaled(100, "", f[:1])[0]
 			return setStep("rps "+v, func(m twinMetrics) { m.object("rps", v) })
 		}}
@@ -143,7 +151,7 @@ func randomMetrics(r *rand.Rand) randomMetric {
 			return setStep("rps "+v, func(m twinMetrics) { m.object("rps", v) })
 		}}
 	default:
-		return randomMetric{kind: "external-value", spec: externalMetric("queue", nil, value("20")), set: func(f []float64) step {
+		return randomMetric{kind: "external-value", byReady: true, base: 20, spec: externalMetric("queue", nil, value("20")), set: func(f []float64) step {
 			v := scaled(20, "", f[:1])[0]
 			return setStep("queue "+v, func(m twinMetrics) { m.external("queue", v) })
 		}}
@@ -201,7 +209,7 @@ func randomScenario(seed uint64) scenario {
 	var second *randomMetric
 	if r.IntN(4) == 0 {
 		m := randomMetrics(r)
-		if m.kind != primary.kind && !(strings.Contains(m.kind, "cpu") && strings.Contains(primary.kind, "cpu")) {
+		if m.kind != primary.kind && !(strings.Contains(m.kind, "cpu") && strings.Contains(primary.kind, "cpu")) && !m.byReady && !primary.byReady {
 			second = &m
 			metrics = append(metrics, m.spec)
 		}
@@ -214,6 +222,7 @@ func randomScenario(seed uint64) scenario {
 		spec = withBehavior(spec, autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: randomBehaviorRules(r), ScaleDown: randomBehaviorRules(r)})
 	}
 	sc := scenario{name: fmt.Sprintf("random-%d", seed), replicas: replicas, spec: spec}
+	current := replicas // where a byReady metric's steps start
 	for i := range 2 + r.IntN(2) {
 		factors := make([]float64, 1+r.IntN(3))
 		for j := range factors {
@@ -221,6 +230,9 @@ func randomScenario(seed uint64) scenario {
 			if j > 0 && r.IntN(6) == 0 {
 				factors[j] = -1 // a pod without a sample
 			}
+		}
+		if primary.byReady {
+			factors[0], current = readyFree(primary.base, factors[0], current, spec)
 		}
 		st := primary.set(factors)
 		var more []step
@@ -234,6 +246,60 @@ func randomScenario(seed uint64) scenario {
 		sc.steps = append(sc.steps, changesOfStep(i, st, more)...)
 	}
 	return sc
+}
+
+// baseTolerance is the base profile's --horizontal-pod-autoscaler-tolerance,
+// the profile random scenarios run on.
+const baseTolerance = 0.1
+
+// readyFree turns factor f of a byReady metric into one whose step ends the
+// same whatever the new pods' readiness, and says where the step ends. The
+// value is fixed while replicas change, so a step outside the tolerance
+// goes on to an end of the range, a stage at a time, each proposal
+// ceil(ratio * ready pods). The stages are then the same for every
+// controller only if every proposal on the way is past that end: up, the
+// ready count only grows from current, so ceil(ratio * current) >= max
+// suffices; down, it only shrinks, so ceil(ratio * current) <= min. A
+// factor that falls short is moved to the nearest value that does not (seed
+// 379130730: 3x from 2 to a max of 8 went 4 6 8 where the next reconcile
+// saw 2 ready pods and 4 8 where it saw 4). A direction whose policy is
+// Disabled leaves the count.
+func readyFree(base, f float64, current int32, spec autoscalingv2.HorizontalPodAutoscalerSpec) (float64, int32) {
+	v := int64(base*f + 0.5)
+	ratio := func(v int64) float64 { return float64(v) / base }
+	proposal := func(v int64) int32 { return int32(math.Ceil(ratio(v) * float64(current))) }
+	switch r := ratio(v); {
+	case 1-baseTolerance <= r && r <= 1+baseTolerance:
+		return f, current
+	case r > 1:
+		for proposal(v) < spec.MaxReplicas {
+			v++
+		}
+		if disabled(spec.Behavior, true) {
+			return float64(v) / base, current
+		}
+		return float64(v) / base, spec.MaxReplicas
+	default:
+		for v > 0 && proposal(v) > *spec.MinReplicas {
+			v--
+		}
+		if disabled(spec.Behavior, false) {
+			return float64(v) / base, current
+		}
+		return float64(v) / base, *spec.MinReplicas
+	}
+}
+
+// disabled says whether a behavior turns scaling off in one direction.
+func disabled(b *autoscalingv2.HorizontalPodAutoscalerBehavior, up bool) bool {
+	if b == nil {
+		return false
+	}
+	rules := b.ScaleDown
+	if up {
+		rules = b.ScaleUp
+	}
+	return rules != nil && rules.SelectPolicy != nil && *rules.SelectPolicy == autoscalingv2.DisabledPolicySelect
 }
 
 // changesOfStep is the steps that make one random step's changes. The
@@ -350,5 +416,61 @@ func TestRandomScenarioIsReplayable(t *testing.T) {
 				t.Errorf("got %d %d %v", n, s, err)
 			}
 		})
+	}
+}
+
+// TestReadyFree: a byReady metric's value ends its step at an end of the
+// range (or within the tolerance) for every count of ready pods on the
+// way.
+func TestReadyFree(t *testing.T) {
+	up := func(sel autoscalingv2.ScalingPolicySelect) autoscalingv2.HorizontalPodAutoscalerSpec {
+		return withBehavior(hpaSpec(2, 8), autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{SelectPolicy: &sel}})
+	}
+	for _, tt := range []struct {
+		name      string
+		base, f   float64
+		current   int32
+		spec      autoscalingv2.HorizontalPodAutoscalerSpec
+		wantValue int64
+		wantEnd   int32
+	}{
+		{name: "seed 379130730: 3x from 2 to max 8 becomes 3.51x", base: 100, f: 3, current: 2, spec: hpaSpec(2, 8), wantValue: 351, wantEnd: 8},
+		{name: "3x from 3 to max 8 already reaches it", base: 100, f: 3, current: 3, spec: hpaSpec(2, 8), wantValue: 300, wantEnd: 8},
+		{name: "1.5x from 3 to max 7", base: 20, f: 1.5, current: 3, spec: hpaSpec(1, 7), wantValue: 41, wantEnd: 7},
+		{name: "within the tolerance stays", base: 100, f: 1.05, current: 5, spec: hpaSpec(1, 8), wantValue: 105, wantEnd: 5},
+		{name: "the tolerance's upper edge stays", base: 100, f: 1.1, current: 5, spec: hpaSpec(1, 8), wantValue: 110, wantEnd: 5},
+		{name: "0.5x from 6 to min 2 becomes a third", base: 100, f: 0.5, current: 6, spec: hpaSpec(2, 8), wantValue: 33, wantEnd: 2},
+		{name: "0.1x from 6 to min 1 already reaches it", base: 20, f: 0.1, current: 6, spec: hpaSpec(1, 8), wantValue: 2, wantEnd: 1},
+		{name: "down from min stays at min", base: 100, f: 0.5, current: 2, spec: hpaSpec(2, 8), wantValue: 50, wantEnd: 2},
+		{name: "up disabled leaves the count", base: 100, f: 3, current: 2, spec: up(autoscalingv2.DisabledPolicySelect), wantValue: 351, wantEnd: 2},
+		{name: "up with a Max policy goes to max", base: 100, f: 3, current: 2, spec: up(autoscalingv2.MaxChangePolicySelect), wantValue: 351, wantEnd: 8},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, end := readyFree(tt.base, tt.f, tt.current, tt.spec)
+			if v := int64(tt.base*f + 0.5); v != tt.wantValue || end != tt.wantEnd {
+				t.Errorf("got value %d ending at %d, want %d ending at %d", v, end, tt.wantValue, tt.wantEnd)
+			}
+		})
+	}
+}
+
+// TestRandomByReadyScenarios: the seed that failed in CI now asks for a
+// value that reaches max from the first stage, and no byReady scenario has
+// a second metric.
+func TestRandomByReadyScenarios(t *testing.T) {
+	if got := describe(randomScenario(379130730)); !strings.Contains(got, "steps [rps 351;") {
+		t.Errorf("seed 379130730: %s", got)
+	}
+	for seed := range uint64(500) {
+		sc := randomScenario(seed)
+		kinds := 0
+		for _, m := range sc.spec.Metrics {
+			if (m.Object != nil && m.Object.Target.Type == autoscalingv2.ValueMetricType) || (m.External != nil && m.External.Target.Type == autoscalingv2.ValueMetricType) {
+				kinds++
+			}
+		}
+		if kinds > 0 && len(sc.spec.Metrics) > 1 {
+			t.Errorf("seed %d: a Value metric beside another: %s", seed, describe(sc))
+		}
 	}
 }
