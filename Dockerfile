@@ -5,10 +5,10 @@
 
 # The build stage's image. The default is a tag, which moves; a release
 # build pins it by digest, e.g.
-#   docker build --build-arg BUILD_IMAGE=golang:1.26@sha256:<digest> .
-# (`docker buildx imagetools inspect golang:1.26` prints the digest). The
+#   docker build --build-arg BUILD_IMAGE=golang:1.27@sha256:<digest> .
+# (`docker buildx imagetools inspect golang:1.27` prints the digest). The
 # final stage is scratch, which is no image at all and has nothing to pin.
-ARG BUILD_IMAGE=golang:1.26
+ARG BUILD_IMAGE=golang:1.27
 
 FROM ${BUILD_IMAGE} AS build
 WORKDIR /src

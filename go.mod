@@ -2,6 +2,11 @@ module github.com/tidal-autoscaler/tidal
 
 go 1.26.4
 
+// The toolchain the project builds, tests and vets with: the Makefile and
+// .ci/run export GOTOOLCHAIN=auto, which selects it over an older local Go.
+// The go line stays the oldest Go that builds the module.
+toolchain go1.27.3
+
 godebug default=go1.26
 
 require (

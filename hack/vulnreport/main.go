@@ -2,11 +2,11 @@
 // standard input, prints one line per known vulnerability found, and
 // exits 1 when this module's code calls a vulnerable function of a
 // dependency: an upgrade in go.mod fixes those. Vulnerabilities in the Go
-// standard library are printed as warnings and fail only with -strict-stdlib,
-// because their fix is a newer Go toolchain, which go.mod cannot select
-// on a machine running its own Go (GOTOOLCHAIN=local); release images
-// build with the newest patch release of the Go line (Dockerfile
-// BUILD_IMAGE).
+// standard library fail with -strict-stdlib (the Makefile's default) and are
+// warnings without it: their fix is a newer Go toolchain, which go.mod's
+// toolchain line selects when GOTOOLCHAIN=auto (the Makefile exports it);
+// release images build with the newest patch release of that Go line
+// (Dockerfile BUILD_IMAGE).
 package main
 
 import (
@@ -111,7 +111,7 @@ func report(w io.Writer, vulns map[string]*vuln, strictStdlib bool) int {
 		case v.level == called && v.module == "stdlib":
 			verdict = "WARNING (fixed by a newer Go toolchain)"
 			if strictStdlib {
-				verdict, failing = "FAIL", failing+1
+				verdict, failing = "FAIL (raise go.mod's toolchain line to a Go with the fix; build with GOTOOLCHAIN=auto)", failing+1
 			}
 		case v.level == called:
 			verdict, failing = "FAIL (upgrade the module in go.mod)", failing+1
@@ -138,7 +138,7 @@ func main() {
 	}
 	fmt.Printf("vulncheck: %d known vulnerabilities reach this module's code or modules; %d called in the standard library, %d failing\n", len(vulns), len(stdlib), failing)
 	if len(stdlib) > 0 && !*strict {
-		fmt.Println("vulncheck: the standard library findings need a newer Go than " + strings.TrimSpace(goVersion(vulns)) + " on this machine; images built with the Dockerfile take the newest patch release of the Go line")
+		fmt.Println("vulncheck: the standard library findings need a newer Go than " + strings.TrimSpace(goVersion(vulns)) + ": build with GOTOOLCHAIN=auto (go.mod's toolchain line) or a newer local Go; images built with the Dockerfile take the newest patch release of the Go line")
 	}
 	if failing > 0 {
 		os.Exit(1)

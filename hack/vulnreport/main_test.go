@@ -29,7 +29,7 @@ func TestReport(t *testing.T) {
 			"GO-1 package imported golang.org/x/net@v0.60.0, fixed in v0.62.0: info",
 			"GO-3 module required go.etcd.io/etcd/client/pkg/v3@v3.7.0, fixed in v3.7.1: info",
 		}},
-		{"stdlib called with -strict-stdlib fails", stream, true, 1, []string{"GO-2 called stdlib@v1.26.8, fixed in v1.26.9: FAIL"}},
+		{"stdlib called with -strict-stdlib fails", stream, true, 1, []string{"GO-2 called stdlib@v1.26.8, fixed in v1.26.9: FAIL (raise go.mod's toolchain line"}},
 		{"a called dependency fails", `{"finding":{"osv":"GO-4","trace":[{"module":"example.com/m","version":"v1.0.0","package":"example.com/m","function":"F"}]}}`, false, 1,
 			[]string{"GO-4 called example.com/m@v1.0.0, fixed in no fixed version yet: FAIL (upgrade the module in go.mod)"}},
 	} {
