@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -123,12 +124,11 @@ func (e *echoes) handOut(w *write, resourceVersion string) *v1alpha1.HorizontalA
 // resourceVersion, as the watch's decoder would give it; ok is false where
 // that cannot be known without decoding it. body is the write's body:
 // where the encoding replaced invalid UTF-8 in a string with U+FFFD
-// ("\ufffd" in the body; a false alarm only costs a decode), what comes
-// back differs from what was sent.
+// (hasReplacement), what comes back differs from what was sent.
 //
 // cached is shared, not copied: informer objects are read-only.
 func storedObject(cached *v1alpha1.HorizontalAutoscaler, status *v1alpha1.HorizontalAutoscalerStatus, body []byte, resourceVersion string) (*v1alpha1.HorizontalAutoscaler, bool) {
-	if resourceVersion == "" || bytes.Contains(body, []byte(`\ufffd`)) {
+	if resourceVersion == "" || hasReplacement(body) {
 		return nil, false
 	}
 	obj := &v1alpha1.HorizontalAutoscaler{TypeMeta: haTypeMeta, ObjectMeta: cached.ObjectMeta, Spec: cached.Spec}
@@ -137,6 +137,15 @@ func storedObject(cached *v1alpha1.HorizontalAutoscaler, status *v1alpha1.Horizo
 	status.DeepCopyInto(&obj.Status)
 	asDecoded(&obj.Status)
 	return obj, true
+}
+
+// hasReplacement reports whether a JSON body may hold U+FFFD, which
+// encoding/json writes for invalid UTF-8 in a string: as the escape
+// "\ufffd" up to Go 1.26, as the character itself from Go 1.27. A
+// U+FFFD that was in the string all along is a false alarm, which only
+// costs the echo's decode.
+func hasReplacement(body []byte) bool {
+	return bytes.Contains(body, []byte(`\ufffd`)) || bytes.ContainsRune(body, utf8.RuneError)
 }
 
 // asDecoded makes status what decoding its JSON gives: the times JSON
