@@ -86,9 +86,7 @@ func (c *Config) Run(ctx context.Context) error {
 		<-runErr
 	}
 
-	shutdownCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
-	defer stop()
-	if shutdownErr := probes.Shutdown(shutdownCtx); shutdownErr != nil && err == nil {
+	if shutdownErr := stopProbes(probes); shutdownErr != nil && err == nil {
 		err = fmt.Errorf("stopping the health probe server: %w", shutdownErr)
 	}
 	close(stopSecure)
@@ -97,6 +95,25 @@ func (c *Config) Run(ctx context.Context) error {
 	}
 	if err == nil {
 		logger.Info("tidal autoscaler stopped")
+	}
+	return err
+}
+
+// probeShutdownGrace bounds the graceful stop of the probe server.
+const probeShutdownGrace = 2 * time.Second
+
+// stopProbes stops the probe server: gracefully while a probe is being
+// answered, then by closing what is left. net/http's Shutdown counts a
+// connection that has not sent its request as busy for its first 5
+// seconds, and an HTTP client may dial a connection it then leaves unused
+// (a second dial raced by a connection freed meanwhile); such a connection
+// has nothing to finish, so it must not turn a clean stop into an error.
+func stopProbes(probes *http.Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), probeShutdownGrace)
+	defer cancel()
+	err := probes.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return probes.Close()
 	}
 	return err
 }

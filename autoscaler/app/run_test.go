@@ -207,6 +207,32 @@ func TestRunWithoutLeaderElection(t *testing.T) {
 	}
 }
 
+// TestRunStopsWithAnUnusedProbeConnection: a connection to the probe port
+// that never sends a request (an HTTP client's spare dial) does not make a
+// clean stop fail.
+func TestRunStopsWithAnUnusedProbeConnection(t *testing.T) {
+	cfg := newConfig(t, "--leader-elect=false")
+	cfg.Reconciler = &fakeReconciler{}
+	cancel, done := start(t, cfg)
+	probe(t, cfg, "/healthz")
+	conn, err := net.Dial("tcp", cfg.HealthListener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cancel()
+	if err := wait(t, done, 20*time.Second); err != nil {
+		t.Errorf("Run() = %v after cancel with an unused probe connection open, want nil", err)
+	}
+	// The server closed the unused connection: a read ends.
+	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := conn.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Errorf("read on the unused probe connection after Run returned = %d, %v; want EOF (closed by the server)", n, err)
+	}
+}
+
 func TestRunLeadsAndReleasesTheLease(t *testing.T) {
 	cfg := newConfig(t, fastElection...)
 	cfg.LeaderElectionClient = fake.NewClientset()
