@@ -31,7 +31,7 @@ RACE      ?= -race
 GORACE    ?= atexit_sleep_ms=0
 # Tests that skip their heap and allocation bounds under -race (the race
 # runtime allocates differently) run once more without it.
-NORACE_RUN ?= -run '^(TestResponseBytesLimited|TestBufferedListAllocatesLess)$$' ./adapter/prom ./autoscaler/metrics
+NORACE_RUN ?= -run '^(TestResponseBytesLimited|TestBufferedListAllocatesLess|TestHADecoderAllocatesLess)$$' ./adapter/prom ./autoscaler/metrics ./autoscaler/source
 # Fuzzing: every FuzzXxx target outside test/ runs for FUZZTIME (make fuzz)
 # or FUZZTIME_TEST (make test). A new coverage-finding input is minimized
 # for at most FUZZMINIMIZETIME, so short runs keep fuzzing; a failing
