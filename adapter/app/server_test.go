@@ -270,14 +270,12 @@ func TestKubeClientDoesNotAskForGzip(t *testing.T) {
 		"--kubeconfig="+writeKubeconfig(t, dir, strings.TrimPrefix(srv.URL, "https://")),
 		"--authentication-skip-lookup",
 		"--cert-dir="+filepath.Join(dir, "certs"),
+		"--bind-address=127.0.0.1",
 	)
-	if errs := o.Validate(); len(errs) > 0 {
-		t.Fatalf("Validate() = %v", errs)
-	}
-	cfg, err := o.Config()
-	if err != nil {
-		t.Fatalf("Config() = %v", err)
-	}
+	// A loopback listener on port 0: the default, 0.0.0.0:6443, is not
+	// the test's to take (another test binary may hold it).
+	cfg, ln := configOn(t, o)
+	defer ln.Close()
 	client, err := kubernetes.NewForConfig(cfg.Kube)
 	if err != nil {
 		t.Fatal(err)
