@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tidal-autoscaler/tidal/adapter/prom"
+	"github.com/tidal-autoscaler/tidal/internal/raceflag"
 )
 
 const hugeBody = 1 << 30
@@ -188,7 +189,7 @@ func TestResponseBytesLimited(t *testing.T) {
 			if tt.declare && served > slack {
 				t.Errorf("the stand-in wrote %d bytes although its Content-Length was over the limit", served)
 			}
-			if raceEnabled {
+			if raceflag.Enabled {
 				// The race detector's runtime changes allocation (sync.Pool
 				// keeps little, for one) well past these bounds: make
 				// test-unit checks them in a run without -race.

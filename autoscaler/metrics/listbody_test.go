@@ -20,6 +20,8 @@ import (
 	metricsapi "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	metricsscheme "k8s.io/metrics/pkg/client/clientset/versioned/scheme"
+
+	"github.com/tidal-autoscaler/tidal/internal/raceflag"
 )
 
 // podMetricsServer serves a namespace's PodMetrics list of n pods as
@@ -110,7 +112,7 @@ func TestBufferedList(t *testing.T) {
 // Garbage collection is off while it measures, as a collection
 // empties the pool, and the race detector's pool drops buffers at random.
 func TestBufferedListAllocatesLess(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("the race detector's sync.Pool drops a quarter of the buffers put back")
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))

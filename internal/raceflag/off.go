@@ -1,0 +1,6 @@
+//go:build !race
+
+package raceflag
+
+// Enabled: built with -race.
+const Enabled = false
