@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"fmt"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -168,15 +169,9 @@ func watchEventKindIn(s *runtime.Scheme) schema.GroupVersionKind {
 
 func (s eventSerializer) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	if ev, ok := into.(*metav1.WatchEvent); ok {
-		if typ, obj, ok := jsonmeta.Event(data); ok {
+		if typ, obj, ok := s.event(data); ok {
 			ev.Type = typ
-			ev.Object = runtime.RawExtension{}
-			// A copy either way, as it must be: frames' buffers are reused.
-			if slim, ok := s.withoutManagedFields(obj); ok {
-				ev.Object.Raw = slim
-			} else if obj != nil {
-				ev.Object.Raw = append([]byte(nil), obj...)
-			}
+			ev.Object = runtime.RawExtension{Raw: obj}
 			gvk := watchEventKind
 			return into, &gvk, nil
 		}
@@ -184,13 +179,15 @@ func (s eventSerializer) Decode(data []byte, defaults *schema.GroupVersionKind, 
 	return s.Serializer.Decode(data, defaults, into)
 }
 
-// withoutManagedFields is jsonmeta.WithoutManagedFields, unless the
-// managed fields are kept (then it does not look for them).
-func (s eventSerializer) withoutManagedFields(obj []byte) ([]byte, bool) {
-	if s.keepManagedFields {
-		return nil, false
+// event is jsonmeta.EventWithoutManagedFields, or, where the managed
+// fields are kept, jsonmeta.Event with the object copied. A copy either
+// way, as it must be: frames' buffers are reused.
+func (s eventSerializer) event(data []byte) (typ string, obj []byte, ok bool) {
+	if !s.keepManagedFields {
+		return jsonmeta.EventWithoutManagedFields(data)
 	}
-	return jsonmeta.WithoutManagedFields(obj)
+	typ, obj, ok = jsonmeta.Event(data)
+	return typ, bytes.Clone(obj), ok
 }
 
 func (n haJSON) SupportedMediaTypes() []runtime.SerializerInfo {

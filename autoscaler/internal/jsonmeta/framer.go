@@ -1,7 +1,6 @@
 package jsonmeta
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -122,18 +121,22 @@ func (f *frameReader) scanValue() (end int, ok bool, err error) {
 	}
 	for i < len(b) {
 		if f.inString {
-			// Jump to the next quote; it ends the string unless an odd
-			// number of backslashes precedes it.
-			q := bytes.IndexByte(b[i:], '"')
-			if q < 0 {
-				i = len(b)
-				break
-			}
-			i += q + 1
-			if !escapedQuote(b, f.start, i-1) {
+			// Jump to the next quote or backslash, as skipString does.
+			j := plainRun(b, i)
+			switch {
+			case j >= len(b):
+				i = j
+			case b[j] == '"':
 				f.inString = false
+				i = j + 1
+				continue
+			case j+1 < len(b):
+				i = j + 2 // a backslash and the byte it escapes
+				continue
+			default:
+				i = j // a backslash last: scan on from it once more is read
 			}
-			continue
+			break
 		}
 		switch b[i] {
 		case '"':
@@ -151,16 +154,6 @@ func (f *frameReader) scanValue() (end int, ok bool, err error) {
 	}
 	f.scan = i
 	return 0, false, nil
-}
-
-// escapedQuote reports whether the quote at q is escaped: preceded by an
-// odd number of backslashes, counting back no further than from.
-func escapedQuote(b []byte, from, q int) bool {
-	n := 0
-	for j := q - 1; j >= from && b[j] == '\\'; j-- {
-		n++
-	}
-	return n%2 == 1
 }
 
 // fill reads more of the stream, first moving the unreturned bytes to the

@@ -286,3 +286,114 @@ func TestReadHead(t *testing.T) {
 		})
 	}
 }
+
+// eventWithoutManagedFieldsInTwo is EventWithoutManagedFields as Event
+// followed by WithoutManagedFields, and a copy where that declines.
+func eventWithoutManagedFieldsInTwo(doc []byte) (typ string, object []byte, ok bool) {
+	typ, obj, ok := Event(doc)
+	if !ok || obj == nil {
+		return typ, nil, ok
+	}
+	if slim, cut := WithoutManagedFields(obj); cut {
+		return typ, slim, true
+	}
+	return typ, bytes.Clone(obj), true
+}
+
+// sameInOne checks that EventWithoutManagedFields answers as the two
+// calls it replaces.
+func sameInOne(t *testing.T, doc []byte) {
+	t.Helper()
+	typ, obj, ok := EventWithoutManagedFields(doc)
+	wantTyp, wantObj, wantOK := eventWithoutManagedFieldsInTwo(doc)
+	if typ != wantTyp || !bytes.Equal(obj, wantObj) || (obj == nil) != (wantObj == nil) || ok != wantOK {
+		t.Fatalf("%q: got %q %q %v; Event and WithoutManagedFields: %q %q %v", doc, typ, obj, ok, wantTyp, wantObj, wantOK)
+	}
+}
+
+func TestEventWithoutManagedFields(t *testing.T) {
+	tests := []struct {
+		name, doc, obj string
+		ok             bool
+	}{
+		{"as the apiserver writes it", `{"type":"MODIFIED","object":{"apiVersion":"v","kind":"K","metadata":{"generation":1,"managedFields":[{"f:x":{"k:{\"a\":\"}\"}":{}}}],"name":"a"},"spec":{}}}` + "\n",
+			`{"apiVersion":"v","kind":"K","metadata":{"generation":1,"name":"a"},"spec":{}}`, true},
+		{"object first, last member, spaces", `{ "object" : {"metadata": { "name":"a" , "managedFields" : [ "]" ] } } , "type":"ADDED" }`, `{"metadata": { "name":"a"  } }`, true},
+		{"no managed fields: copied whole", `{"type":"ADDED","object":{"metadata":{"name":"a"}}}`, `{"metadata":{"name":"a"}}`, true},
+		{"an array object: copied whole", `{"type":"ADDED","object":[{"metadata":{"managedFields":[]}}]}`, `[{"metadata":{"managedFields":[]}}]`, true},
+		{"a repeated metadata: copied whole", `{"type":"A","object":{"metadata":{"managedFields":[]},"metadata":{}}}`, `{"metadata":{"managedFields":[]},"metadata":{}}`, true},
+		{"metadata not an object: copied whole", `{"type":"A","object":{"metadata":1}}`, `{"metadata":1}`, true},
+		{"an escaped key in the object: copied whole", `{"type":"A","object":{"\u006bind":"K","metadata":{"managedFields":[]}}}`, `{"\u006bind":"K","metadata":{"managedFields":[]}}`, true},
+		{"the last object wins, cut", `{"type":"A","object":{"metadata":{"name":"b"}},"object":{"metadata":{"managedFields":1,"name":"a"}}}`, `{"metadata":{"name":"a"}}`, true},
+		{"the last object wins, whole", `{"type":"A","object":{"metadata":{"managedFields":1}},"object":{"x":1}}`, `{"x":1}`, true},
+		{"null object", `{"type":"DELETED","object":null}`, ``, true},
+		{"an invalid value of another key", `{"type":"A","object":{},"x":tru}`, ``, false},
+		{"no value: its decoder fails", `{"type":"A","object":}`, ``, true},
+		{"cut off inside the object", `{"type":"A","object":{"metadata":{"managedFields":[`, ``, false},
+		{"something after the event", `{"type":"A","object":{}} x`, ``, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sameInOne(t, []byte(tc.doc))
+			_, obj, ok := EventWithoutManagedFields([]byte(tc.doc))
+			if ok != tc.ok || string(obj) != tc.obj {
+				t.Fatalf("got %q %v, want %q %v", obj, ok, tc.obj, tc.ok)
+			}
+		})
+	}
+}
+
+// FuzzEventWithoutManagedFields: on every document,
+// EventWithoutManagedFields answers as Event followed by
+// WithoutManagedFields.
+func FuzzEventWithoutManagedFields(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"MODIFIED","object":{"kind":"K","metadata":{"managedFields":[{"f:s":{"k:{\"a\":1}":{}}}],"name":"x"},"status":{}}}`,
+		`{"object":{"metadata":{"name":"x","managedFields":[]} },"type":"ADDED"}`,
+		`{"object":null,"type":"ERROR"}`,
+		`{"type":"A","object":"\"}","x":[]}`,
+		`{"type":"A","object":{"metadata":{"managedFields":tr{ue}}}}`,
+		`{"0000":"00000000","object":{"0000":"0","metadata":{"managedFields":0"}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) { sameInOne(t, doc) })
+}
+
+// WithoutManagedFields returns a copy of the JSON object obj without its
+// metadata.managedFields member, which is not validated. ok is false
+// (and obj is to be used as it is) where it cannot be sure to find that
+// member as encoding/json would: no object, escapes or non-ASCII in a key
+// on the way, a repeated "metadata" or "managedFields" key, or none.
+//
+// It is how the autoscaler cut them before EventWithoutManagedFields did
+// it in the same pass as reading the event, and the reference that
+// function is checked against.
+func WithoutManagedFields(obj []byte) (out []byte, ok bool) {
+	meta, ok := onlyMember(obj, "metadata")
+	if !ok {
+		return nil, false
+	}
+	mf, ok := onlyMember(obj[meta.value:meta.end], "managedFields")
+	if !ok {
+		return nil, false
+	}
+	return without(obj, managedFieldsCut(obj, meta, mf)), true
+}
+
+// onlyMember returns the member key of the JSON object in data; ok is
+// false where data is no such object (see memberSpans), or the key is
+// missing or repeated.
+func onlyMember(data []byte, key string) (m member, ok bool) {
+	found := false
+	if _, ok := memberSpans(data, func(c member) bool {
+		if string(c.key) != key {
+			return true
+		}
+		m, found = c, !found
+		return found // a second one: give up
+	}); !ok {
+		return member{}, false
+	}
+	return m, found
+}
