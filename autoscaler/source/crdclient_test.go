@@ -122,8 +122,9 @@ func TestHAClientsProtocols(t *testing.T) {
 			if want := "PUT /apis/autoscaling.tidal.dev/v1alpha1/namespaces/ns/horizontalautoscalers/web/status?fieldManager=" + FieldManager; seen.status != want {
 				t.Errorf("status write %q, want %q", seen.status, want)
 			}
-			if want := "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"; seen.accept != want {
-				t.Errorf("status write accepts %q, want %q (the metadata alone, else the object)", seen.accept, want)
+			if want := "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1," +
+				"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"; seen.accept != want {
+				t.Errorf("status write accepts %q, want %q (the metadata alone in protobuf, else in JSON, else the object)", seen.accept, want)
 			}
 			if seen.contentType != runtime.ContentTypeJSON {
 				t.Errorf("status write sent %q, want %s", seen.contentType, runtime.ContentTypeJSON)

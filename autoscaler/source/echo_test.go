@@ -6,13 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"sigs.k8s.io/randfill"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
+	"github.com/tidal-autoscaler/tidal/autoscaler/internal/pbwire"
 )
 
 // echoOf is what kube-apiserver sends back through the watch after a
@@ -283,7 +286,10 @@ func TestAnswerVersion(t *testing.T) {
 	for _, tc := range []struct{ name, answer, want string }{
 		{"PartialObjectMetadata", `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"web","namespace":"a","uid":"u","resourceVersion":"4711","managedFields":[{"manager":"tidal"}]}}`, "4711"},
 		{"the whole object", `{"apiVersion":"autoscaling.tidal.dev/v1alpha1","kind":"HorizontalAutoscaler","metadata":{"name":"web","resourceVersion":"12"},"spec":{},"status":{}}`, "12"},
-		{"protobuf", "k8s\x00\n\x0c\n\x02v1\x12\x06Status", ""},
+		{"protobuf PartialObjectMetadata", string(protobufAnswer(t, "4711")), "4711"},
+		{"protobuf, the version repeated: the last", string(protobufAnswer(t, "1", "4711")), "4711"},
+		{"protobuf, another kind", "k8s\x00\n\x0c\n\x02v1\x12\x06Status", ""},
+		{"protobuf, cut short", string(protobufAnswer(t, "4711")[:20]), ""},
 		{"no version", `{"metadata":{"name":"web"}}`, ""},
 		{"empty", ``, ""},
 	} {
@@ -293,4 +299,59 @@ func TestAnswerVersion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// protobufAnswer is kube-apiserver's protobuf PartialObjectMetadata of an
+// object with managed fields, encoded by apimachinery's serializer, at
+// versions (each another metadata field, merged by a decoder: the last
+// wins).
+func protobufAnswer(t *testing.T, versions ...string) []byte {
+	t.Helper()
+	s := runtime.NewScheme()
+	metav1.AddMetaToScheme(s)
+	ser := protobuf.NewSerializer(s, s)
+	var out []byte
+	for i, v := range versions {
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "a", UID: "u", ResourceVersion: v,
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "tidal", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}}}}}
+		m.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("PartialObjectMetadata"))
+		var buf bytes.Buffer
+		if err := ser.Encode(m, &buf); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			out = buf.Bytes()
+			continue
+		}
+		// Append this one's metadata field to the first one's object:
+		// the envelope's raw field is rewritten with the longer object.
+		e, err := pbwire.ReadEnvelope(buf.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := pbwire.ReadEnvelope(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := append(append([]byte(nil), first.Raw...), e.Raw...)
+		out = envelope(first.APIVersion, first.Kind, raw)
+	}
+	if got, _, err := ser.Decode(out, nil, nil); err != nil || got.(*metav1.PartialObjectMetadata).ResourceVersion != versions[len(versions)-1] {
+		t.Fatalf("the answer decodes as %v, %v", got, err)
+	}
+	return out
+}
+
+// envelope is a Kubernetes protobuf body of an object of apiVersion and
+// kind whose message is raw.
+func envelope(apiVersion, kind, raw []byte) []byte {
+	typeMeta := protowire.AppendTag(nil, 1, protowire.BytesType)
+	typeMeta = protowire.AppendBytes(typeMeta, apiVersion)
+	typeMeta = protowire.AppendTag(typeMeta, 2, protowire.BytesType)
+	typeMeta = protowire.AppendBytes(typeMeta, kind)
+	b := append([]byte(nil), pbwire.Prefix...)
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendBytes(b, typeMeta)
+	b = protowire.AppendTag(b, 2, protowire.BytesType)
+	return protowire.AppendBytes(b, raw)
 }

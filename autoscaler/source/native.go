@@ -171,7 +171,7 @@ func NewHPAStatusWriter(cfg *rest.Config, limiter flowcontrol.RateLimiter, worke
 	if accept == "" {
 		accept = runtime.ContentTypeJSON // the typed client's default
 	}
-	return restHPAWriter{newStatusPutter(c.RESTClient(), sc.UserAgent, accept, limiter, autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers")}, nil
+	return restHPAWriter{newStatusPutter(c.RESTClient(), sc.UserAgent, metadataAnswer(accept), limiter, autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers")}, nil
 }
 
 type restHPAWriter struct{ put statusPutter }

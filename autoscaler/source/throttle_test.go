@@ -214,7 +214,7 @@ func TestStatusWriteThrottleAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return newStatusPutter(c.RESTClient(), "tidal", runtime.ContentTypeJSON, ownLimiter, autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers")
+		return newStatusPutter(c.RESTClient(), "tidal", metadataAnswer(runtime.ContentTypeJSON), ownLimiter, autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers")
 	}
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
 	allocs := func(p statusPutter) float64 {

@@ -94,9 +94,9 @@ func checkMetadataAnswer(t *testing.T, answer []byte, name string) {
 // TestStatusWrites writes statuses as the autoscaler does in crd mode
 // (JSON, without the spec) and native mode (protobuf) and checks that
 // kube-apiserver stores the status, keeps the spec and its owner, and
-// answers with the object's metadata alone, which the writer discards (the
-// informer delivers the object), and that a refused write still gives
-// the apiserver's Status error.
+// answers with the object's metadata alone (in protobuf, in both modes),
+// which the writer discards (the informer delivers the object), and that
+// a refused write still gives the apiserver's Status error.
 func TestStatusWrites(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -124,6 +124,12 @@ func TestStatusWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkMetadataAnswer(t, answers.last(), "answer")
+		// In protobuf, which kube-apiserver encodes for a custom
+		// resource's metadata (the writer steps over its managed fields
+		// by their lengths instead of scanning them).
+		if answer := answers.last(); !bytes.HasPrefix(answer, []byte("k8s\x00")) {
+			t.Errorf("the status write's answer is %.40q..., want protobuf", answer)
+		}
 		// A refusal still comes as a Status the client reads: the same
 		// object again carries a resourceVersion no longer current.
 		if err := src.UpdateStatus(ctx, o); !apierrors.IsConflict(err) {
