@@ -313,7 +313,7 @@ func protobufAnswer(t *testing.T, versions ...string) []byte {
 	var out []byte
 	for i, v := range versions {
 		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "a", UID: "u", ResourceVersion: v,
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "tidal", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}}}}}
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "tidal", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`)}}}}
 		m.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("PartialObjectMetadata"))
 		var buf bytes.Buffer
 		if err := ser.Encode(m, &buf); err != nil {
