@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -213,6 +214,8 @@ func TestRunWithoutLeaderElection(t *testing.T) {
 func TestRunStopsWithAnUnusedProbeConnection(t *testing.T) {
 	cfg := newConfig(t, "--leader-elect=false")
 	cfg.Reconciler = &fakeReconciler{}
+	accepted := newAcceptRecorder(cfg.HealthListener)
+	cfg.HealthListener = accepted
 	cancel, done := start(t, cfg)
 	probe(t, cfg, "/healthz")
 	conn, err := net.Dial("tcp", cfg.HealthListener.Addr().String())
@@ -220,6 +223,10 @@ func TestRunStopsWithAnUnusedProbeConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	// Stop only once the server holds the connection: one still in the
+	// listener's backlog is reset when the listener closes, which neither
+	// tests the stop nor reads as EOF.
+	accepted.waitFor(t, conn.LocalAddr().String())
 	cancel()
 	if err := wait(t, done, 20*time.Second); err != nil {
 		t.Errorf("Run() = %v after cancel with an unused probe connection open, want nil", err)
@@ -230,6 +237,52 @@ func TestRunStopsWithAnUnusedProbeConnection(t *testing.T) {
 	}
 	if n, err := conn.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Errorf("read on the unused probe connection after Run returned = %d, %v; want EOF (closed by the server)", n, err)
+	}
+}
+
+// acceptRecorder records the remote address of every connection its
+// listener accepts.
+type acceptRecorder struct {
+	net.Listener
+	mu      sync.Mutex
+	addrs   map[string]bool
+	changed chan struct{} // a new address was recorded
+}
+
+func newAcceptRecorder(l net.Listener) *acceptRecorder {
+	return &acceptRecorder{Listener: l, addrs: map[string]bool{}, changed: make(chan struct{}, 1)}
+}
+
+func (l *acceptRecorder) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.addrs[c.RemoteAddr().String()] = true
+		l.mu.Unlock()
+		select {
+		case l.changed <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
+	return c, err
+}
+
+// waitFor returns once the connection from addr has been accepted.
+func (l *acceptRecorder) waitFor(t *testing.T, addr string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		l.mu.Lock()
+		ok := l.addrs[addr]
+		l.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-l.changed:
+		case <-timeout:
+			t.Fatalf("the probe server did not accept the connection from %s", addr)
+		}
 	}
 }
 
