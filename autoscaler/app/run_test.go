@@ -244,13 +244,12 @@ func TestRunStopsWithAnUnusedProbeConnection(t *testing.T) {
 // listener accepts.
 type acceptRecorder struct {
 	net.Listener
-	mu      sync.Mutex
-	addrs   map[string]bool
-	changed chan struct{} // a new address was recorded
+	mu    sync.Mutex
+	addrs map[string]bool
 }
 
 func newAcceptRecorder(l net.Listener) *acceptRecorder {
-	return &acceptRecorder{Listener: l, addrs: map[string]bool{}, changed: make(chan struct{}, 1)}
+	return &acceptRecorder{Listener: l, addrs: map[string]bool{}}
 }
 
 func (l *acceptRecorder) Accept() (net.Conn, error) {
@@ -259,28 +258,21 @@ func (l *acceptRecorder) Accept() (net.Conn, error) {
 		l.mu.Lock()
 		l.addrs[c.RemoteAddr().String()] = true
 		l.mu.Unlock()
-		select {
-		case l.changed <- struct{}{}:
-		default: // a wake-up is already pending
-		}
 	}
 	return c, err
+}
+
+func (l *acceptRecorder) has(addr string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.addrs[addr]
 }
 
 // waitFor returns once the connection from addr has been accepted.
 func (l *acceptRecorder) waitFor(t *testing.T, addr string) {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		l.mu.Lock()
-		ok := l.addrs[addr]
-		l.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-l.changed:
-		case <-timeout:
+	for deadline := time.Now().Add(10 * time.Second); !l.has(addr); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
 			t.Fatalf("the probe server did not accept the connection from %s", addr)
 		}
 	}

@@ -889,6 +889,7 @@ func measureWindow(ctx context.Context, cfg config, procs []proc, users []string
 			p.onWindow(ctx, window)
 		}
 	}
+	probe0, probeErr := cpuProbe()
 	from := time.Now()
 	s0, err := read()
 	if err != nil {
@@ -920,6 +921,10 @@ func measureWindow(ctx context.Context, cfg config, procs []proc, users []string
 	s1, err := read()
 	if err != nil {
 		return r, err
+	}
+	if probe1, err := cpuProbe(); err == nil && probeErr == nil {
+		logf("window's machine and control plane: the CPU probe (thread CPU time) %s at its start and %s at its end; %s",
+			probe0, probe1, controlPlaneState(auditLog))
 	}
 	r.apiserverPerPeriod = (cpuOf("kube-apiserver") - api0) / float64(cfg.periods)
 	r.etcdPerPeriod = (cpuOf("etcd") - etcd0) / float64(cfg.periods)
