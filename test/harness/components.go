@@ -118,7 +118,7 @@ func (h *Harness) startEtcd(ctx context.Context) (string, error) {
 		if err != nil {
 			return err
 		}
-		url = client
+		url, h.EtcdDataDir = client, data
 		return waitFor(ctx, p, "etcd", 30*time.Second, func(ctx context.Context) error {
 			return httpOK(ctx, http.DefaultClient, client+"/health")
 		})

@@ -81,6 +81,9 @@ type Harness struct {
 	Dir string
 	// APIServerURL is https://127.0.0.1:PORT.
 	APIServerURL string
+	// EtcdDataDir is etcd's --data-dir (its database is
+	// member/snap/db there).
+	EtcdDataDir string
 	// AdminKubeconfig is a kubeconfig for a system:masters user.
 	AdminKubeconfig string
 	// Admin is the admin's rest config and Client its clientset.

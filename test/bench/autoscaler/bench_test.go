@@ -243,6 +243,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	has := haFleet(dyn)
 	runs := map[string][]phaseResult{}
 	measured.pids = h.PIDs()
+	measured.etcdDB = filepath.Join(h.EtcdDataDir, "member", "snap", "db")
 	measured.pids[benchmarkProcess] = os.Getpid()
 	for _, phase := range cfg.phases {
 		var r phaseResult
@@ -431,6 +432,7 @@ var restProcesses = []struct{ name, metric string }{
 // window measures too, and what to do when a window starts.
 var measured struct {
 	pids     map[string]int
+	etcdDB   string // etcd's database file, whose growth the windows log
 	onWindow func(ctx context.Context, window time.Duration)
 }
 
@@ -924,7 +926,7 @@ func measureWindow(ctx context.Context, cfg config, procs []proc, users []string
 	}
 	if probe1, err := cpuProbe(); err == nil && probeErr == nil {
 		logf("window's machine and control plane: the CPU probe (thread CPU time) %s at its start and %s at its end; %s",
-			probe0, probe1, controlPlaneState(auditLog))
+			probe0, probe1, controlPlaneState(measured.etcdDB, auditLog))
 	}
 	r.apiserverPerPeriod = (cpuOf("kube-apiserver") - api0) / float64(cfg.periods)
 	r.etcdPerPeriod = (cpuOf("etcd") - etcd0) / float64(cfg.periods)
