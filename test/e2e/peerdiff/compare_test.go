@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -147,7 +148,10 @@ func allValues(body []byte, v float64) bool {
 }
 
 // compareValues classifies two values of one item: equal, or the peer's
-// truncated to milli-units.
+// truncated to milli-units. Tidal's value is Prometheus' rounded to
+// nano-units, so the value the peer truncated may lie up to half a
+// nano-unit either side of it (and float noise between the two queries adds
+// a little): 2.4689999999 is Tidal's 2469m and the peer's 2468m.
 func compareValues(what, peer, tidal string) []difference {
 	if peer == tidal {
 		return nil
@@ -163,10 +167,19 @@ func compareValues(what, peer, tidal string) []difference {
 	switch {
 	case math.Abs(pf-tf) <= 1e-12*scale:
 		return nil // the same number written differently
-	case math.Abs(pf-math.Trunc(tf*1000)/1000) <= 1e-9*scale:
+	case truncatesNear(pf, tf, 1e-9*scale):
 		return []difference{{rulePrecision, detail}}
 	}
 	return []difference{{"", detail}}
+}
+
+// truncatesNear says whether peer is some value within tolerance of tidal
+// truncated to milli-units (toward zero, as prometheus-adapter does).
+func truncatesNear(peer, tidal, tolerance float64) bool {
+	lo := math.Trunc((tidal-tolerance)*1000) / 1000
+	hi := math.Trunc((tidal+tolerance)*1000) / 1000
+	eps := 1e-12 * math.Max(1, math.Abs(tidal))
+	return peer >= lo-eps && peer <= hi+eps
 }
 
 // apiResource is one entry of an APIResourceList.
@@ -530,4 +543,35 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestCompareValues pins how two values of one item are classified: the
+// CI failure of 2026-12-06 was the second row, a rate just under 2.469.
+func TestCompareValues(t *testing.T) {
+	for _, tc := range []struct {
+		name, peer, tidal, rule string
+		differs                 bool
+	}{
+		{name: "same digits", peer: "2469m", tidal: "2469m"},
+		{name: "written differently", peer: "1", tidal: "1000m"},
+		{name: "truncated below a milli boundary Tidal rounds up to", peer: "2468m", tidal: "2469m", rule: rulePrecision, differs: true},
+		{name: "truncated to milli-units", peer: "312m", tidal: "312500u", rule: rulePrecision, differs: true},
+		{name: "negative truncated toward zero", peer: "-312m", tidal: "-312500u", rule: rulePrecision, differs: true},
+		{name: "a whole milli-unit apart", peer: "2467m", tidal: "2469m", differs: true},
+		{name: "peer above Tidal", peer: "2470m", tidal: "2469m", differs: true},
+		{name: "peer rounded, not truncated", peer: "313m", tidal: "312500u", differs: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := compareValues("v", tc.peer, tc.tidal)
+			if !tc.differs {
+				if len(got) != 0 {
+					t.Fatalf("compareValues(%s, %s) = %v, want no difference", tc.peer, tc.tidal, got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].rule != tc.rule {
+				t.Fatalf("compareValues(%s, %s) = %v, want one difference of rule %q", tc.peer, tc.tidal, got, tc.rule)
+			}
+		})
+	}
 }
