@@ -546,7 +546,7 @@ func mapsEqual(a, b map[string]string) bool {
 }
 
 // TestCompareValues pins how two values of one item are classified: the
-// CI failure of 2026-12-06 was the second row, a rate just under 2.469.
+// CI failure of 2026-12-06 was the boundary row, a rate just under 2.469.
 func TestCompareValues(t *testing.T) {
 	for _, tc := range []struct {
 		name, peer, tidal, rule string
