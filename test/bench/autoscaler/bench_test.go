@@ -41,7 +41,8 @@
 // "baseline": TIDAL_BENCH_BASELINE, another tidal binary, run the same
 // way, for before/after ratios from one run, and "baseline-native", the
 // same in native mode, and "baseline-sharded", the same sharded;
-// "tidal-sharded";
+// "tidal-sharded"; "tidal-bounded-sharded", SHARDS replicas with the
+// status bound of tidal-bounded;
 // "tidal-native": `tidal autoscaler --mode=native` on autoscaling/v2 HPAs,
 // kcm's own objects, with kcm's HPA controller stopped for the phase;
 // "tidal-native-sharded" and "baseline-native-sharded": SHARDS replicas
@@ -258,6 +259,11 @@ func BenchmarkReconcileFleet(b *testing.B) {
 			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: has, args: []string{"--status-metrics-min-interval=" + cfg.statusInterval.String()}})
 		case "tidal-sharded":
 			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: has, shards: cfg.shards})
+		case "tidal-bounded-sharded":
+			// Sharding where kube-apiserver can take every reconcile's
+			// status write: with the bound, both this and tidal-bounded
+			// reconcile every object, the same work.
+			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: has, shards: cfg.shards, args: []string{"--status-metrics-min-interval=" + cfg.statusInterval.String()}})
 		case "tidal-native":
 			// kcm's own objects, autoscaling/v2 HPAs (protobuf, no
 			// schema), with kcm's HPA controller stopped.
@@ -322,11 +328,16 @@ func BenchmarkReconcileFleet(b *testing.B) {
 			b.ReportMetric(r.cpuPerReplica(), phase+"-cpu-s/period/replica")
 		}
 	}
-	if s, t := results["tidal-sharded"], results["tidal"]; s.cpuPerPeriod > 0 && t.cpuPerPeriod > 0 {
-		b.ReportMetric(s.cpuPerReplica()/t.cpuPerPeriod, "sharded-cpu-per-replica-ratio")
-		b.ReportMetric(s.cpuPerPeriod/t.cpuPerPeriod, "sharded-total-cpu-ratio")
+	for _, pair := range [][2]string{{"tidal-sharded", "tidal"}, {"tidal-bounded-sharded", "tidal-bounded"}} {
+		s, t := results[pair[0]], results[pair[1]]
+		if s.cpuPerPeriod <= 0 || t.cpuPerPeriod <= 0 {
+			continue
+		}
+		prefix := strings.TrimSuffix(strings.TrimPrefix(pair[0], "tidal-"), "sharded")
+		b.ReportMetric(s.cpuPerReplica()/t.cpuPerPeriod, prefix+"sharded-cpu-per-replica-ratio")
+		b.ReportMetric(s.cpuPerPeriod/t.cpuPerPeriod, prefix+"sharded-total-cpu-ratio")
 		if !maps2Equal(s.desired, t.desired) {
-			b.Errorf("decisions differ: tidal-sharded desired replicas %v, tidal %v", s.desired, t.desired)
+			b.Errorf("decisions differ: %s desired replicas %v, %s %v", pair[0], s.desired, pair[1], t.desired)
 		}
 	}
 	if t, base := results["tidal"], results["baseline"]; t.cpuPerPeriod > 0 && base.cpuPerPeriod > 0 {

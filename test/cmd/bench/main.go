@@ -65,7 +65,7 @@ func main() {
 	}
 	if *list {
 		for _, r := range rows(newPlan(fullSizes(), o.rounds, "", "")) {
-			fmt.Printf("%-18s %s\n", r.id, r.title)
+			fmt.Printf("%-25s %s\n", r.id, r.title)
 		}
 		return
 	}

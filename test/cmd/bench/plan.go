@@ -122,7 +122,7 @@ func newPlan(sz sizes, rounds int, peer, noop string) plan {
 			"TIDAL_BENCH_USAGE": usage, "TIDAL_BENCH_PHASES": strings.Join(phases, ","),
 			"TIDAL_BENCH_SETTLE_PERIODS": strconv.Itoa(sz.settlePeriods),
 		}
-		if slices.Contains(sides, sharded) {
+		if slices.Contains(sides, sharded) || slices.Contains(sides, boundedSharded) {
 			env["TIDAL_BENCH_SHARDS"] = strconv.Itoa(sz.shards)
 		}
 		p.add(job{id: id, pkg: "./test/bench/autoscaler", bench: "^BenchmarkReconcileFleet$", env: env, timeout: sz.fleetTimeout})
@@ -130,15 +130,18 @@ func newPlan(sz sizes, rounds int, peer, noop string) plan {
 	// Every moving row runs movingSides; tidal-native's status writes
 	// are protobuf HPAs, as kcm's, and cost kube-apiserver the same.
 	moving := movingSides
-	// The sharded row's replicas beside one replica, usage moving. At the
-	// smoke sizes every moving row has the same autoscalers, so the
-	// sharded phase joins their job (one job, one more phase) instead of
-	// starting a harness of its own.
+	// The sharded rows' replicas beside one replica, usage moving, without
+	// and with the status bound. At the smoke sizes every moving row has
+	// the same autoscalers, so the sharded phases join their job (one job,
+	// two more phases) instead of starting harnesses of their own.
 	if sz.fleet1k == sz.fleet10k && sz.fleet3k == sz.fleet10k {
 		moving = slices.Insert(slices.Clone(movingSides), 2, sharded)
+		moving = slices.Insert(moving, slices.Index(moving, bounded)+1, boundedSharded)
 		fleet("fleet-10k-sharded", sz.fleet10k, "moving", moving...)
+		fleet("fleet-10k-sharded-bounded", sz.fleet10k, "moving", moving...)
 	} else {
-		fleet("fleet-10k-sharded", sz.fleet10k, "moving", sharded, "tidal")
+		fleet("fleet-10k-sharded", sz.fleet10k, "moving", sharded, tidal)
+		fleet("fleet-10k-sharded-bounded", sz.fleet10k, "moving", boundedSharded, bounded)
 	}
 	fleet("fleet-1k-moving", sz.fleet1k, "moving", moving...)
 	fleet("fleet-10k-steady", sz.fleet10k, "steady", "tidal", "kcm")

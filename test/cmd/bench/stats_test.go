@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -215,7 +216,7 @@ func TestCeilingNote(t *testing.T) {
 // replicas simply reconcile less (the 10k run of 2026-11-27's figures).
 func TestShardedPerObjectNote(t *testing.T) {
 	sz := sizes{shards: 3, fleet10k: 10000, fleetPods: 5}
-	r := shardedRow(sz)
+	r := shardedRow(sz, false)
 	s := func(side, metric string, v float64) samples.Sample {
 		return samples.Sample{Row: "fleet", Side: side, Round: 1, Metric: metric, Value: v}
 	}
@@ -234,7 +235,20 @@ func TestShardedPerObjectNote(t *testing.T) {
 // replica (the single replica held at its client's QPS limit) are not
 // read as costing more, nor replicas reconciling less as costing less.
 func TestShardedGoalIsPerObject(t *testing.T) {
-	r := shardedRow(sizes{shards: 3, fleet10k: 10000, fleetPods: 5})
+	for _, bound := range []bool{false, true} {
+		replicas, one := sharded, tidal
+		if bound {
+			replicas, one = boundedSharded, bounded
+		}
+		t.Run(fmt.Sprintf("status bound %v", bound), func(t *testing.T) {
+			testShardedGoalIsPerObject(t, shardedRow(sizes{shards: 3, fleet10k: 10000, fleetPods: 5}, bound), replicas, one)
+		})
+	}
+}
+
+// testShardedGoalIsPerObject judges r, a sharded row whose sides are
+// replicas and one.
+func testShardedGoalIsPerObject(t *testing.T, r row, replicas, one string) {
 	type fig struct {
 		round                 int
 		cpu, reconciles       float64
@@ -261,10 +275,10 @@ func TestShardedGoalIsPerObject(t *testing.T) {
 				ss = append(ss, samples.Sample{Row: "fleet", Side: side, Round: round, Metric: metric, Value: v})
 			}
 			for _, f := range tc.rounds {
-				add(f.round, sharded, "cpu-per-period", f.cpu)
-				add(f.round, sharded, "reconciles-per-period", f.reconciles)
-				add(f.round, tidal, "cpu-per-period", f.oneCPU)
-				add(f.round, tidal, "reconciles-per-period", f.oneReconciles)
+				add(f.round, replicas, "cpu-per-period", f.cpu)
+				add(f.round, replicas, "reconciles-per-period", f.reconciles)
+				add(f.round, one, "cpu-per-period", f.oneCPU)
+				add(f.round, one, "reconciles-per-period", f.oneReconciles)
 			}
 			got := r.eval(data{samples: map[string][]samples.Sample{r.id: ss}}).Goals[0]
 			if math.Abs(got.Ratio-tc.wantRatio) > 0.001 || got.Verdict != tc.want {
