@@ -342,19 +342,7 @@ func rows(p plan) []row {
 				var notes []string
 				figs := map[string]sideFigures{}
 				for _, side := range movingSides {
-					m := func(metric string) float64 { return median(d.values(at(side, metric))) }
-					qps := float64(sz.qps) // both sides'
-					figs[side] = sideFigures{
-						reconciles: m("reconciles-per-period"), autoscalers: float64(n.count),
-						cpu: m("cpu-per-period"), apiserverCPU: m("kube-apiserver-cpu-per-period"), etcdCPU: m("etcd-cpu-per-period"), machine: m("machine-cpu-per-period"),
-						requests: m("requests-per-period"), cores: float64(runtime.NumCPU()), periodSeconds: sz.syncPeriod.Seconds(), qps: qps,
-						gap: m("longest-visit-gap"),
-						rest: []processCPU{
-							{"kwok", m(samples.KwokCPU)},
-							{"kube-controller-manager's workload controllers and garbage collector", m(samples.WorkloadControllersCPU)},
-							{"the benchmark's process (test metrics server, harness)", m(samples.BenchmarkProcessCPU)},
-						},
-					}
+					figs[side] = fleetFigures(d, at, side, n.count, sz.qps, sz) // both sides' limit
 					notes = append(notes, fmt.Sprintf("%s bound by: %s", side, bound(figs[side])))
 				}
 				for _, side := range []string{tidal, bounded, native} {
@@ -394,6 +382,23 @@ func rows(p plan) []row {
 		},
 	})
 	return out
+}
+
+// fleetFigures are side's medians in a fleet job's samples (at reads
+// them), for bound: autoscalers objects, a client limit of qps.
+func fleetFigures(d data, at func(side, metric string) ref, side string, autoscalers, qps int, sz sizes) sideFigures {
+	m := func(metric string) float64 { return median(d.values(at(side, metric))) }
+	return sideFigures{
+		reconciles: m("reconciles-per-period"), autoscalers: float64(autoscalers),
+		cpu: m("cpu-per-period"), apiserverCPU: m("kube-apiserver-cpu-per-period"), etcdCPU: m("etcd-cpu-per-period"), machine: m("machine-cpu-per-period"),
+		requests: m("requests-per-period"), cores: float64(runtime.NumCPU()), periodSeconds: sz.syncPeriod.Seconds(), qps: float64(qps),
+		gap: m("longest-visit-gap"), queue: m("max-queue-depth"),
+		rest: []processCPU{
+			{"kwok", m(samples.KwokCPU)},
+			{"kube-controller-manager's workload controllers and garbage collector", m(samples.WorkloadControllersCPU)},
+			{"the benchmark's process (test metrics server, harness)", m(samples.BenchmarkProcessCPU)},
+		},
+	}
 }
 
 // short writes a duration without zero units: 1m, not 1m0s.
@@ -439,13 +444,13 @@ const shardOverhead = 1.5
 
 // shardedRow is `3 shards at 10,000 autoscalers, CPU per replica`: sz.shards
 // replicas of `tidal autoscaler --sharding` beside one replica, usage
-// moving, in one job, the sides taking turns. With bound, both sides run
+// moving, in one job, the sides taking turns. With statusBound, both sides run
 // with the status bound (--status-metrics-min-interval): kube-apiserver
 // can then take the status writes of every reconcile, so both sides can
 // reconcile every object and the goals compare the same work.
-func shardedRow(sz sizes, bound bool) row {
+func shardedRow(sz sizes, statusBound bool) row {
 	id, replicasSide, oneSide, with := "fleet-10k-sharded", sharded, tidal, ""
-	if bound {
+	if statusBound {
 		id, replicasSide, oneSide, with = "fleet-10k-sharded-bounded", boundedSharded, bounded, ", status bound on both sides"
 	}
 	at := func(side, metric string) ref { return ref{job: id, row: "fleet", side: side, metric: metric} }
@@ -498,6 +503,10 @@ func shardedRow(sz sizes, bound bool) row {
 			notes = append(notes, fmt.Sprintf("CPU per object reconciled: the %d replicas %s ms, one replica %s ms (%s x); the whole machine's %s ms and %s ms (objects per period %s and %s)",
 				sz.shards, figure(1000*m(perObject(replicasSide))), figure(1000*m(perObject(oneSide))), figure(ratio(m(perObject(replicasSide)), m(perObject(oneSide)))),
 				figure(1000*m(machine(replicasSide))), figure(1000*m(machine(oneSide))), figure(total), figure(oneObjects)))
+			// What held each side back; the replicas' client limits add up.
+			notes = append(notes,
+				fmt.Sprintf("%s bound by: %s", replicasSide, bound(fleetFigures(d, at, replicasSide, sz.fleet10k, sz.qps*sz.shards, sz))),
+				fmt.Sprintf("%s bound by: %s", oneSide, bound(fleetFigures(d, at, oneSide, sz.fleet10k, sz.qps, sz))))
 			// kcm at the same size: this job's own phase when it has one
 			// (the smoke run's), else the fleet-10k row's when it ran.
 			k := at(kcm, "cpu-per-period")

@@ -121,8 +121,12 @@ type sideFigures struct {
 	// gap is the longest time in seconds between two reconciles of one
 	// object; 0 or NaN: not measured.
 	gap float64
-	// qps is the controller's client limit; 0: none known.
+	// qps is the controller's client limit (the replicas' together for a
+	// sharded side); 0: none known.
 	qps float64
+	// queue is the largest work queue depth seen in the window (the
+	// deepest replica's); 0 or NaN: not measured (kcm).
+	queue float64
 	// rest are the other processes' CPU-s in the same window (kwok, the
 	// workload controllers, the benchmark's process); none or NaN: not
 	// measured (runs before they were).
@@ -164,7 +168,8 @@ func restOfMachine(f sideFigures, machine float64) string {
 // client's limit comes from several clients, each with a limit of its own,
 // as kube-controller-manager's scale, metrics and HPA clients, so it says
 // nothing of any one); the machine's CPU when all its cores were nearly
-// always busy.
+// always busy; its workers when none of those and its queue held over
+// queuedShare of the objects at once.
 func bound(f sideFigures) string {
 	if everyObjectEachPeriod(f) {
 		return "not bound: every object reconciled each period"
@@ -175,6 +180,11 @@ func bound(f sideFigures) string {
 	}
 	return prefix + limit(f)
 }
+
+// queuedShare is the share of the objects waiting in a controller's queue
+// at once above which, with neither its client's limit nor the CPU
+// reached, its workers are what holds it back.
+const queuedShare = 0.05
 
 // limit is bound's reading of a controller that did not reconcile every
 // object each period.
@@ -195,6 +205,11 @@ func limit(f sideFigures) string {
 			figure(machine), figure(capacity), figure(f.cpu), figure(f.apiserverCPU), figure(f.etcdCPU), restOfMachine(f, machine))
 	case machine == 0 && control >= 0.9*capacity:
 		return fmt.Sprintf("the machine's CPU (with kube-apiserver and etcd: %s of %s CPU-s per period)", figure(control), figure(capacity))
+	case f.queue >= queuedShare*f.autoscalers:
+		// Neither a limit nor the CPU: the keys waited for a worker,
+		// whose reconciles wait on the API server's answers.
+		return fmt.Sprintf("its workers (its queue up to %s keys deep, with %s of its client's %s requests per period and the machine busy %s of %s CPU-s)",
+			figure(f.queue), figure(f.requests), figure(f.qps*f.periodSeconds), figure(machine), figure(capacity))
 	default:
 		return "not determined from these figures (see its log: queue depth, errors)"
 	}

@@ -97,28 +97,36 @@ func TestBound(t *testing.T) {
 		reconciles, autoscalers, cpu, api, etcd, machine, requests, qps float64
 		want                                                            string
 		gap                                                             float64
+		queue                                                           float64
 	}{
-		{"all reconciled", 1000, 1000, 29, 0, 0, 30, 0, 0, "not bound", 0},
-		{"all reconciled, gap within a period and a bit", 1000, 1000, 29, 0, 0, 30, 0, 0, "not bound", 19.7},
+		{"all reconciled", 1000, 1000, 29, 0, 0, 30, 0, 0, "not bound", 0, 0},
+		{"all reconciled, gap within a period and a bit", 1000, 1000, 29, 0, 0, 30, 0, 0, "not bound", 19.7, 0},
 		// The bounded side at 10k (2026-11-30 17:35 UTC): 12,037 reconciles
 		// a period of 10,000 objects, the longest gap 25 s.
-		{"the count covers every object, the gap does not", 12037, 10000, 2.56, 12.7, 2, 29, 2241, 200, "not every object each period (the count covers them, but the longest gap between two reconciles of one was 25.2 s, over 1.5 periods): the machine's CPU", 25.2},
-		{"own CPU", 500, 1000, 28, 0, 0, 29, 0, 0, "its own CPU", 0},
-		{"client QPS", 500, 1000, 5, 5, 1, 20, 2900, 200, "QPS limit", 0},
+		{"the count covers every object, the gap does not", 12037, 10000, 2.56, 12.7, 2, 29, 2241, 200, "not every object each period (the count covers them, but the longest gap between two reconciles of one was 25.2 s, over 1.5 periods): the machine's CPU", 25.2, 0},
+		{"own CPU", 500, 1000, 28, 0, 0, 29, 0, 0, "its own CPU", 0, 0},
+		{"client QPS", 500, 1000, 5, 5, 1, 20, 2900, 200, "QPS limit", 0, 0},
 		// kcm at 3k (2026-11-30 00:28 UTC): 7,073 requests a period from
 		// its three clients, each under its own 3,000; the machine full.
-		{"several clients past one's limit, machine busy", 2443, 3000, 8.38, 13.1, 2.34, 29.0, 7073, 200, "the machine's CPU (29.0 of 30.0", 0},
-		{"several clients past one's limit, machine idle", 500, 1000, 5, 5, 1, 15, 7073, 200, "not determined", 0},
-		{"machine busy, control plane alone under the line", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "the machine's CPU (28.0 of 30.0", 0},
-		{"machine busy, the rest not measured (older runs)", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "etcd 1.80; the rest kwok, the metrics server and the harness)", 0},
-		{"machine not measured, control plane over the line", 500, 1000, 10, 14, 4, 0, 100, 200, "the machine's CPU (with kube-apiserver", 0},
-		{"machine not in the samples (older runs)", 500, 1000, 10, 14, 4, math.NaN(), 100, 200, "the machine's CPU (with kube-apiserver", 0},
-		{"machine measured and idle enough", 500, 1000, 10, 14, 4, 20, 100, 200, "not determined", 0},
-		{"undetermined", 500, 1000, 5, 5, 1, 15, 100, 200, "not determined", 0},
+		{"several clients past one's limit, machine busy", 2443, 3000, 8.38, 13.1, 2.34, 29.0, 7073, 200, "the machine's CPU (29.0 of 30.0", 0, 0},
+		{"several clients past one's limit, machine idle", 500, 1000, 5, 5, 1, 15, 7073, 200, "not determined", 0, 0},
+		{"machine busy, control plane alone under the line", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "the machine's CPU (28.0 of 30.0", 0, 0},
+		{"machine busy, the rest not measured (older runs)", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "etcd 1.80; the rest kwok, the metrics server and the harness)", 0, 0},
+		{"machine not measured, control plane over the line", 500, 1000, 10, 14, 4, 0, 100, 200, "the machine's CPU (with kube-apiserver", 0, 0},
+		{"machine not in the samples (older runs)", 500, 1000, 10, 14, 4, math.NaN(), 100, 200, "the machine's CPU (with kube-apiserver", 0, 0},
+		{"machine measured and idle enough", 500, 1000, 10, 14, 4, 20, 100, 200, "not determined", 0, 0},
+		{"undetermined", 500, 1000, 5, 5, 1, 15, 100, 200, "not determined", 0, 0},
+		// One replica with the status bound at 10k (2026-12-06 09:22 UTC,
+		// first round): 8,171 reconciles, 1,877 requests of 3,000, the
+		// machine busy 17.9 of 30, its queue 6,271 deep.
+		{"workers: a deep queue, nothing else full", 8171, 10000, 1.88, 13.4, 1.1, 17.9, 1877, 200, "its workers (its queue up to 6271 keys deep, with 1877 of its client's 3000 requests per period and the machine busy 17.9 of 30.0 CPU-s)", 0, 6271},
+		{"a shallow queue says nothing", 8171, 10000, 1.88, 13.4, 1.1, 17.9, 1877, 200, "not determined", 0, 400},
+		{"the QPS limit before the queue", 3365, 10000, 1.6, 16.9, 1.5, 21.4, 3090, 200, "QPS limit", 0, 6000},
+		{"every object: the queue does not matter", 10000, 10000, 2, 14, 1, 20, 2000, 200, "not bound", 0, 4096},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := bound(sideFigures{reconciles: tc.reconciles, autoscalers: tc.autoscalers, cpu: tc.cpu, apiserverCPU: tc.api, etcdCPU: tc.etcd,
-				machine: tc.machine, requests: tc.requests, cores: 2, periodSeconds: 15, qps: tc.qps, gap: tc.gap})
+				machine: tc.machine, requests: tc.requests, cores: 2, periodSeconds: 15, qps: tc.qps, gap: tc.gap, queue: tc.queue})
 			if !strings.Contains(got, tc.want) {
 				t.Errorf("bound = %q, want it to say %q", got, tc.want)
 			}
@@ -355,5 +363,50 @@ func TestUnitPer(t *testing.T) {
 	}
 	if got := d.unit(ref{job: "j", row: "fleet", side: tidal, metric: "cpu"}); got != "CPU-s" {
 		t.Errorf("unit = %q, want %q", got, "CPU-s")
+	}
+}
+
+// TestShardedBoundNotes: the sharded rows say what held each side back,
+// reading the replicas' requests against their limits added up (three
+// clients of 200 QPS each), not one client's.
+func TestShardedBoundNotes(t *testing.T) {
+	sz := sizes{shards: 3, fleet10k: 10000, fleetPods: 5, qps: 200, syncPeriod: 15 * time.Second}
+	type fig struct{ reconciles, cpu, machine, requests, queue, gap float64 }
+	for _, tc := range []struct {
+		name          string
+		statusBound   bool
+		replicas, one fig
+		want          []string
+	}{
+		// 2026-12-06 09:22 UTC, the first round.
+		{"status bound: the replicas reconcile every object, one replica waits on its workers", true,
+			fig{10164, 2.24, 18.8, 2868, 209, 19.3}, fig{8171, 1.88, 17.9, 1877, 6271, 26.1},
+			[]string{"tidal-bounded-sharded bound by: not bound", "tidal-bounded bound by: its workers (its queue up to 6271 keys deep"}},
+		// Three replicas making one client's worth of requests, the
+		// machine not full: not a QPS limit, since each has its own.
+		{"the replicas' requests near one client's limit", false,
+			fig{6000, 2.5, 20, 2950, 3000, 30}, fig{3400, 1.83, 25.4, 3070, 4000, 40},
+			[]string{"tidal-sharded bound by: its workers (its queue up to 3000 keys deep, with 2950 of its client's 9000 requests", "tidal bound by: its client's QPS limit (3070 requests per period, limit 3000)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := shardedRow(sz, tc.statusBound)
+			replicas, one := sharded, tidal
+			if tc.statusBound {
+				replicas, one = boundedSharded, bounded
+			}
+			var ss []samples.Sample
+			for side, f := range map[string]fig{replicas: tc.replicas, one: tc.one} {
+				for metric, v := range map[string]float64{"reconciles-per-period": f.reconciles, "cpu-per-period": f.cpu, "machine-cpu-per-period": f.machine,
+					"requests-per-period": f.requests, "max-queue-depth": f.queue, "longest-visit-gap": f.gap, "kube-apiserver-cpu-per-period": 10, "etcd-cpu-per-period": 1} {
+					ss = append(ss, samples.Sample{Row: "fleet", Side: side, Round: 1, Metric: metric, Value: v})
+				}
+			}
+			notes := r.notes(data{samples: map[string][]samples.Sample{r.id: ss}})
+			for _, w := range tc.want {
+				if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, w) }) {
+					t.Errorf("no note begins %q in %q", w, notes)
+				}
+			}
+		})
 	}
 }
