@@ -208,8 +208,12 @@ func limit(f sideFigures) string {
 	case f.queue >= queuedShare*f.autoscalers:
 		// Neither a limit nor the CPU: the keys waited for a worker,
 		// whose reconciles wait on the API server's answers.
-		return fmt.Sprintf("its workers (its queue up to %s keys deep, with %s of its client's %s requests per period and the machine busy %s of %s CPU-s)",
-			figure(f.queue), figure(f.requests), figure(f.qps*f.periodSeconds), figure(machine), figure(capacity))
+		busy := fmt.Sprintf("the machine busy %s of %s CPU-s", figure(machine), figure(capacity))
+		if machine == 0 { // not measured (older runs)
+			busy = fmt.Sprintf("it, kube-apiserver and etcd busy %s of %s CPU-s", figure(control), figure(capacity))
+		}
+		return fmt.Sprintf("its workers (its queue up to %s keys deep, with %s of its client's %s requests per period and %s)",
+			figure(f.queue), figure(f.requests), figure(f.qps*f.periodSeconds), busy)
 	default:
 		return "not determined from these figures (see its log: queue depth, errors)"
 	}

@@ -120,6 +120,7 @@ func TestBound(t *testing.T) {
 		// first round): 8,171 reconciles, 1,877 requests of 3,000, the
 		// machine busy 17.9 of 30, its queue 6,271 deep.
 		{"workers: a deep queue, nothing else full", 8171, 10000, 1.88, 13.4, 1.1, 17.9, 1877, 200, "its workers (its queue up to 6271 keys deep, with 1877 of its client's 3000 requests per period and the machine busy 17.9 of 30.0 CPU-s)", 0, 6271},
+		{"workers, the machine not measured (older runs)", 8171, 10000, 1.88, 13.4, 1.1, math.NaN(), 1877, 200, "its workers (its queue up to 6271 keys deep, with 1877 of its client's 3000 requests per period and it, kube-apiserver and etcd busy 16.4 of 30.0 CPU-s)", 0, 6271},
 		{"a shallow queue says nothing", 8171, 10000, 1.88, 13.4, 1.1, 17.9, 1877, 200, "not determined", 0, 400},
 		{"the QPS limit before the queue", 3365, 10000, 1.6, 16.9, 1.5, 21.4, 3090, 200, "QPS limit", 0, 6000},
 		{"every object: the queue does not matter", 10000, 10000, 2, 14, 1, 20, 2000, 200, "not bound", 0, 4096},
