@@ -246,6 +246,9 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	measured.pids = h.PIDs()
 	measured.etcdDB = filepath.Join(h.EtcdDataDir, "member", "snap", "db")
 	measured.pids[benchmarkProcess] = os.Getpid()
+	// The tidal-bounded phases' status bound (docs/operations.md):
+	// values-only status changes written at most once per interval.
+	statusBound := []string{"--status-metrics-min-interval=" + cfg.statusInterval.String()}
 	for _, phase := range cfg.phases {
 		var r phaseResult
 		began := time.Now()
@@ -254,16 +257,15 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		case "tidal":
 			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: has})
 		case "tidal-bounded":
-			// The status bound on (docs/operations.md): values-only
-			// status changes written at most once per interval.
-			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: has, args: []string{"--status-metrics-min-interval=" + cfg.statusInterval.String()}})
+			// The status bound on (statusBound).
+			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: has, args: statusBound})
 		case "tidal-sharded":
 			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: has, shards: cfg.shards})
 		case "tidal-bounded-sharded":
 			// Sharding where kube-apiserver can take every reconcile's
 			// status write: with the bound, both this and tidal-bounded
 			// reconcile every object, the same work.
-			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: has, shards: cfg.shards, args: []string{"--status-metrics-min-interval=" + cfg.statusInterval.String()}})
+			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: has, shards: cfg.shards, args: statusBound})
 		case "tidal-native":
 			// kcm's own objects, autoscaling/v2 HPAs (protobuf, no
 			// schema), with kcm's HPA controller stopped.
@@ -328,16 +330,18 @@ func BenchmarkReconcileFleet(b *testing.B) {
 			b.ReportMetric(r.cpuPerReplica(), phase+"-cpu-s/period/replica")
 		}
 	}
-	for _, pair := range [][2]string{{"tidal-sharded", "tidal"}, {"tidal-bounded-sharded", "tidal-bounded"}} {
-		s, t := results[pair[0]], results[pair[1]]
+	for _, pair := range []struct{ replicas, one, metric string }{
+		{"tidal-sharded", "tidal", "sharded"},
+		{"tidal-bounded-sharded", "tidal-bounded", "bounded-sharded"},
+	} {
+		s, t := results[pair.replicas], results[pair.one]
 		if s.cpuPerPeriod <= 0 || t.cpuPerPeriod <= 0 {
 			continue
 		}
-		prefix := strings.TrimSuffix(strings.TrimPrefix(pair[0], "tidal-"), "sharded")
-		b.ReportMetric(s.cpuPerReplica()/t.cpuPerPeriod, prefix+"sharded-cpu-per-replica-ratio")
-		b.ReportMetric(s.cpuPerPeriod/t.cpuPerPeriod, prefix+"sharded-total-cpu-ratio")
+		b.ReportMetric(s.cpuPerReplica()/t.cpuPerPeriod, pair.metric+"-cpu-per-replica-ratio")
+		b.ReportMetric(s.cpuPerPeriod/t.cpuPerPeriod, pair.metric+"-total-cpu-ratio")
 		if !maps2Equal(s.desired, t.desired) {
-			b.Errorf("decisions differ: %s desired replicas %v, %s %v", pair[0], s.desired, pair[1], t.desired)
+			b.Errorf("decisions differ: %s desired replicas %v, %s %v", pair.replicas, s.desired, pair.one, t.desired)
 		}
 	}
 	if t, base := results["tidal"], results["baseline"]; t.cpuPerPeriod > 0 && base.cpuPerPeriod > 0 {
