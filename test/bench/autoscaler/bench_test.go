@@ -1002,11 +1002,14 @@ const (
 	settling settleState = iota // wait another period
 	settled
 	gaveUp // maxSettlePeriods waited
-	behind // the queue holds half the objects or more
+	behind // the queue holds half the objects or more, lateProbes times in a row
 )
 
 func (s settleState) String() string {
-	return [...]string{"settling", "settled", "gave up", "stopped: the queue held half the objects or more"}[s]
+	if s == behind {
+		return fmt.Sprintf("stopped: the queue held half the objects or more at %d probes in a row", lateProbes)
+	}
+	return [...]string{"settling", "settled", "gave up"}[s]
 }
 
 // onBeatReconciles is the fewest reconciles in one period that settle
@@ -1019,18 +1022,30 @@ func (s settleState) String() string {
 // may fall on either side of it from one period to the next.
 func onBeatReconciles(objects int) float64 { return float64(objects) * 0.98 }
 
+// lateProbes is how many probes in a row must find the queue holding half
+// the objects before settle stops early. One is not enough: right after
+// the objects' first reconciles the fleet comes due in one clump, and a
+// replica that keeps up may still hold half its share for a moment (the
+// 2026-12-06 10:54 run's first sharded round stopped so after one period,
+// 4,023 reconciles and 1,795 keys queued, and measured the start's
+// backlog: 8,307 objects a period, against 9,877 and 9,821 in the rounds
+// that waited longer). A controller that cannot keep up holds them for
+// good.
+const lateProbes = 2
+
 // settleVerdict judges one period of settle's wait, w: settled when its
 // PodMetrics lists number want or fewer, it reconciled
 // onBeatReconciles(objects) or more, and no autoscaler's next reconcile is
-// off its beat; w.periods is how many periods were waited, late whether
-// the queue holds half the objects.
-func settleVerdict(w settleWait, want, objects int, late bool, maxPeriods int) settleState {
+// off its beat; w.periods is how many periods were waited, w.late how
+// many probes in a row, this one included, found the queue holding half
+// the objects (behind at lateProbes).
+func settleVerdict(w settleWait, want, objects int, maxPeriods int) settleState {
 	switch {
 	case w.lists <= want && w.reconciles >= onBeatReconciles(objects) && w.offBeat == 0:
 		return settled
 	case w.periods >= maxPeriods:
 		return gaveUp
-	case late:
+	case w.late >= lateProbes:
 		return behind
 	}
 	return settling
@@ -1062,7 +1077,10 @@ type settleWait struct {
 	periods, lists, offBeat int
 	reconciles              float64
 	gap                     time.Duration
-	state                   settleState
+	// late counts the probes in a row, up to the last, that found the
+	// largest replica's queue holding half its objects.
+	late  int
+	state settleState
 }
 
 // settle waits, a period at a time and at most maxSettlePeriods, until
@@ -1086,8 +1104,8 @@ type settleWait struct {
 // that each sample of the counters is a whole period after the one before
 // it, whatever the audit log's reading takes (and the count is scaled to
 // a period should a reading take longer than one). It stops early once
-// the queue holds half the objects: a controller that cannot keep up
-// never settles.
+// the queue has held half the objects at lateProbes probes in a row: a
+// controller that cannot keep up never settles.
 func settle(ctx context.Context, users []string, auditLog string, want, objects int, probe func() (settleProbe, error)) (settleWait, error) {
 	start := time.Now()
 	last, err := probe()
@@ -1095,6 +1113,7 @@ func settle(ctx context.Context, users []string, auditLog string, want, objects 
 		return settleWait{}, err
 	}
 	lastAt := time.Now()
+	late := 0
 	for periods := 1; ; periods++ {
 		from, to := start.Add(time.Duration(periods-1)*syncPeriod), start.Add(time.Duration(periods)*syncPeriod)
 		select {
@@ -1109,7 +1128,12 @@ func settle(ctx context.Context, users []string, auditLog string, want, objects 
 		// Per period, should a slow read of the audit log have made this
 		// sample late.
 		at := time.Now()
-		w := settleWait{periods: periods, reconciles: (p.reconciles - last.reconciles) * float64(syncPeriod) / float64(at.Sub(lastAt)), offBeat: p.offBeat, gap: p.gap}
+		if p.late {
+			late++
+		} else {
+			late = 0
+		}
+		w := settleWait{periods: periods, reconciles: (p.reconciles - last.reconciles) * float64(syncPeriod) / float64(at.Sub(lastAt)), offBeat: p.offBeat, gap: p.gap, late: late}
 		last, lastAt = p, at
 		// The audit log is written in batches of at most 1 s.
 		time.Sleep(2 * time.Second)
@@ -1118,7 +1142,7 @@ func settle(ctx context.Context, users []string, auditLog string, want, objects 
 			return w, err
 		}
 		w.lists = c.podMetricsLists()
-		if w.state = settleVerdict(w, want, objects, p.late, maxSettlePeriods); w.state != settling {
+		if w.state = settleVerdict(w, want, objects, maxSettlePeriods); w.state != settling {
 			return w, nil
 		}
 	}

@@ -9,26 +9,32 @@ func TestSettleVerdict(t *testing.T) {
 		lists      int
 		reconciles float64
 		offBeat    int
-		late       bool
+		late       int
 		periods    int
 		want       settleState
 	}{
-		{"one list a namespace, every autoscaler on its beat", 10, 1000, 0, false, 3, settled},
-		{"a period's edge cut through a burst", 10, 985, 0, false, 3, settled},
-		{"one list a namespace but the fleet still joining the beats (native mode's start)", 10, 786, 1000, false, 1, settling},
-		{"one list a namespace, a quarter of the fleet still joining", 10, 975, 0, false, 2, settling},
-		{"the fleet joining in one clump, which the period held whole", 10, 1000, 1000, false, 1, settling},
-		{"one autoscaler still joining", 10, 1000, 1, false, 5, settling},
-		{"on the beats but lists not yet shared", 14, 1000, 0, false, 2, settling},
-		{"a burst's tail off the beat listing on its own", 12, 1000, 0, false, 4, settling},
-		{"the last period allowed", 14, 950, 40, false, 12, gaveUp},
-		{"the queue holds half the objects", 40, 600, 500, true, 1, behind},
-		{"settled wins over the queue", 10, 1000, 0, true, 1, settled},
-		{"giving up wins over the queue", 40, 600, 500, true, 12, gaveUp},
+		{"one list a namespace, every autoscaler on its beat", 10, 1000, 0, 0, 3, settled},
+		{"a period's edge cut through a burst", 10, 985, 0, 0, 3, settled},
+		{"one list a namespace but the fleet still joining the beats (native mode's start)", 10, 786, 1000, 0, 1, settling},
+		{"one list a namespace, a quarter of the fleet still joining", 10, 975, 0, 0, 2, settling},
+		{"the fleet joining in one clump, which the period held whole", 10, 1000, 1000, 0, 1, settling},
+		{"one autoscaler still joining", 10, 1000, 1, 0, 5, settling},
+		{"on the beats but lists not yet shared", 14, 1000, 0, 0, 2, settling},
+		{"a burst's tail off the beat listing on its own", 12, 1000, 0, 0, 4, settling},
+		{"the last period allowed", 14, 950, 40, 0, 12, gaveUp},
+		{"the queue holds half the objects at two probes in a row", 40, 600, 500, 2, 2, behind},
+		{"the queue has held half the objects for longer", 40, 600, 500, 5, 5, behind},
+		// The first sharded round of the 2026-12-06 10:54 run: after the
+		// objects' first reconciles, 4,023 of 10,000 in the first period
+		// and 1,795 keys queued at its end.
+		{"the queue holds half the objects at one probe (the start's backlog)", 160, 402.3, 760, 1, 1, settling},
+		{"the queue held half the objects a probe ago but not now", 40, 900, 100, 0, 2, settling},
+		{"settled wins over the queue", 10, 1000, 0, 2, 2, settled},
+		{"giving up wins over the queue", 40, 600, 500, 2, 12, gaveUp},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := settleWait{periods: tc.periods, lists: tc.lists, reconciles: tc.reconciles, offBeat: tc.offBeat}
-			if got := settleVerdict(w, 10, objects, tc.late, 12); got != tc.want {
+			w := settleWait{periods: tc.periods, lists: tc.lists, reconciles: tc.reconciles, offBeat: tc.offBeat, late: tc.late}
+			if got := settleVerdict(w, 10, objects, 12); got != tc.want {
 				t.Errorf("settleVerdict = %s, want %s", got, tc.want)
 			}
 		})
