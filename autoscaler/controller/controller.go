@@ -154,7 +154,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 			metrics: o.Metrics, recorder: o.Recorder, monitor: o.Monitor, cfg: o.Decision,
 			clock: o.Clock, history: history.NewStore(refresh), selectors: clustercache.NewSelectorTracker(),
 			podClient: o.PodClient, deployment: o.ScaleCache.Deployment,
-			statusInterval: o.StatusMetricsMinInterval, statusWrites: newStatusWrites(),
+			statusInterval: o.StatusMetricsMinInterval, statusWrites: newStatusWrites(o.SyncPeriod),
 			otherHPAs: o.OtherHPAs, writers: o.StatusWriters,
 		},
 		queue: workqueue.NewTypedDelayingQueueWithConfig(

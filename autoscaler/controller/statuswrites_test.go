@@ -1,12 +1,19 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
+	"github.com/tidal-autoscaler/tidal/autoscaler/history"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
@@ -122,4 +129,117 @@ func TestStatusMetricsMinIntervalForgets(t *testing.T) {
 	if _, ok := f.ctrl.r.statusWrites.last(ns + "/web"); ok {
 		t.Error("the write of a deleted autoscaler is still kept")
 	}
+}
+
+func TestMayWait(t *testing.T) {
+	tests := []struct {
+		name  string
+		known bool
+		at    time.Duration
+		want  bool
+	}{
+		{name: "exactly the interval after the last write", known: true, at: time.Minute, want: true},
+		{name: "a period later: must be written", known: true, at: 75 * time.Second, want: false},
+		{name: "off the beat, past the interval", known: true, at: 61 * time.Second, want: false},
+		{name: "no write known", known: false, at: time.Minute, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := mayWait(now, tt.known, now.Add(tt.at), time.Minute); got != tt.want {
+				t.Errorf("mayWait = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWriteQuota(t *testing.T) {
+	tests := []struct {
+		name     string
+		n        int
+		interval time.Duration
+		want     int
+	}{
+		{name: "four periods", n: 1000, interval: time.Minute, want: 250},
+		{name: "rounded up", n: 10, interval: time.Minute, want: 3},
+		{name: "one autoscaler", n: 1, interval: time.Minute, want: 1},
+		{name: "not a whole number of periods", n: 1000, interval: 70 * time.Second, want: 250},
+		{name: "under a period", n: 1000, interval: 10 * time.Second, want: 1000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := writeQuota(tt.n, 15*time.Second, tt.interval); got != tt.want {
+				t.Errorf("writeQuota = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestStatusWritesSpread follows 8 autoscalers of one namespace, created
+// together, whose metric values move every period, through deferStatus
+// beat by beat: with a 60 s interval and a 15 s period their writes of
+// values, all on the same beats at first, spread to 8/4 = 2 a beat within
+// a few intervals, whatever the order the queue hands them out in; none
+// comes less than the interval after the autoscaler's last write, nor more
+// than the interval and a period after it.
+func TestStatusWritesSpread(t *testing.T) {
+	const (
+		period   = 15 * time.Second
+		interval = time.Minute
+		n        = 8
+		beats    = 40
+	)
+	orders := map[string]func(beat, i int) int{
+		"by name":           func(_, i int) int { return i },
+		"reversed":          func(_, i int) int { return n - 1 - i },
+		"rotating by beats": func(beat, i int) int { return (i + beat) % n },
+	}
+	for name, order := range orders {
+		t.Run(name, func(t *testing.T) {
+			r := &reconciler{statusInterval: interval, statusWrites: newStatusWrites(period), selectors: clustercache.NewSelectorTracker()}
+			first := now.Add(untilBeat(now, period, namespaceBeat(ns, period)))
+			objs := make([]source.Object, n)
+			for i := range objs {
+				h := newHPA(fmt.Sprintf("web-%d", i), ptr.To[int32](1), 10, podsMetric("rps", "10"))
+				h.Status.CurrentMetrics = []autoscalingv2.MetricStatus{podsStatus("rps", 0)}
+				objs[i] = source.ObjectOfHPA(h)
+				r.selectors.PutIfAbsent(ns, ns+"/"+h.Name, labels.Nothing())
+			}
+			var perBeat [beats]int
+			last := map[string]int{}
+			for beat := range beats {
+				at := first.Add(time.Duration(beat) * period)
+				for i := range n {
+					obj := objs[order(beat, i)]
+					moved := obj.DeepCopy()
+					moved.HPAStatus().CurrentMetrics = []autoscalingv2.MetricStatus{podsStatus("rps", int64(beat+1))}
+					s := &step{obj: moved, original: obj, key: ns + "/" + obj.GetName(), now: metav1.NewTime(at.Add(time.Duration(i) * time.Second)), stamp: at}
+					if r.deferStatus(s, history.PersistNone) {
+						continue
+					}
+					r.wroteStatus(s)
+					perBeat[beat]++
+					if b, ok := last[s.key]; ok {
+						if d := time.Duration(beat-b) * period; d < interval || d > interval+period {
+							t.Errorf("%s written %s after its last write, want between %s and %s", s.key, d, interval, interval+period)
+						}
+					}
+					last[s.key] = beat
+					objs[order(beat, i)] = moved
+				}
+			}
+			for beat := 4 * 5; beat < beats; beat++ {
+				if perBeat[beat] != n/4 {
+					t.Fatalf("writes per beat = %v; from beat %d on want %d a beat", perBeat, 4*5, n/4)
+				}
+			}
+		})
+	}
+}
+
+// podsStatus is a pods metric's current average value, milli.
+func podsStatus(name string, milli int64) autoscalingv2.MetricStatus {
+	return autoscalingv2.MetricStatus{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricStatus{
+		Metric:  autoscalingv2.MetricIdentifier{Name: name},
+		Current: autoscalingv2.MetricValueStatus{AverageValue: resource.NewMilliQuantity(milli, resource.DecimalSI)},
+	}}
 }
