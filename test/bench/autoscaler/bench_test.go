@@ -40,7 +40,8 @@
 // times; Tidal's default is 100), TIDAL_BENCH_PHASES ("tidal,kcm"; also
 // "baseline": TIDAL_BENCH_BASELINE, another tidal binary, run the same
 // way, for before/after ratios from one run, and "baseline-native", the
-// same in native mode, and "baseline-sharded", the same sharded;
+// same in native mode, "baseline-sharded", the same sharded, and
+// "baseline-bounded", the same with tidal-bounded's status bound;
 // "tidal-sharded"; "tidal-bounded-sharded", SHARDS replicas with the
 // status bound of tidal-bounded;
 // "tidal-native": `tidal autoscaler --mode=native` on autoscaling/v2 HPAs,
@@ -272,7 +273,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: hpaFleet(admin), native: true})
 		case "tidal-native-sharded":
 			r, err = runTidal(ctx, b, h, bin, cfg, targets, auditLog, tidalPhase{objects: hpaFleet(admin), native: true, shards: cfg.shards})
-		case "baseline", "baseline-native", "baseline-sharded", "baseline-native-sharded":
+		case "baseline", "baseline-native", "baseline-sharded", "baseline-native-sharded", "baseline-bounded":
 			base := os.Getenv("TIDAL_BENCH_BASELINE")
 			if base == "" {
 				err = fmt.Errorf("phase %s needs TIDAL_BENCH_BASELINE, a tidal binary", phase)
@@ -286,6 +287,8 @@ func BenchmarkReconcileFleet(b *testing.B) {
 				ph.shards = cfg.shards
 			case "baseline-native-sharded":
 				ph = tidalPhase{objects: hpaFleet(admin), native: true, shards: cfg.shards}
+			case "baseline-bounded":
+				ph.args = statusBound
 			}
 			r, err = runTidal(ctx, b, h, base, cfg, targets, auditLog, ph)
 		case "kcm":
@@ -352,6 +355,10 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	}
 	if t, base := results["tidal-sharded"], results["baseline-sharded"]; t.cpuPerPeriod > 0 && base.cpuPerPeriod > 0 {
 		b.ReportMetric(t.cpuPerReplica()/base.cpuPerReplica(), "sharded-cpu-per-replica-ratio-to-baseline")
+	}
+	if t, base := results["tidal-bounded"], results["baseline-bounded"]; t.reconcilesPerPeriod > 0 && base.reconcilesPerPeriod > 0 {
+		b.ReportMetric(t.reconcilesPerPeriod/base.reconcilesPerPeriod, "bounded-reconciles-ratio-to-baseline")
+		b.ReportMetric(t.cpuPerPeriod/base.cpuPerPeriod, "bounded-cpu-ratio-to-baseline")
 	}
 	if t, base := results["tidal-native-sharded"], results["baseline-native-sharded"]; t.cpuPerPeriod > 0 && base.cpuPerPeriod > 0 {
 		b.ReportMetric(t.cpuPerReplica()/base.cpuPerReplica(), "native-sharded-cpu-per-replica-ratio-to-baseline")
