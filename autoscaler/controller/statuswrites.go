@@ -38,9 +38,9 @@ import (
 // decided instead: a write placed later in its burst than the one an
 // interval before passed, an earlier one waited a period, and the
 // namespace's writes stayed bunched on a few of its beats (at 10,000
-// autoscalers in 10 namespaces, 60 s and a 15 s period, one beat of a
-// namespace wrote 712 of its 1,000 and the next none, and the whole
-// fleet 448 to 3,100 a period against a client limit of 3,000: the
+// autoscalers in 10 namespaces, 60 s and a 15 s period, a namespace's
+// beats carried 0 to 712 writes of its 1,000, and the whole fleet 448
+// to 3,100 a period against a client limit of 3,000: the
 // workers waited on the limiter and the queue held up to 4,240 keys).
 // Spread: when the interval is a whole number k of periods, a namespace's
 // writes of values only are held to about 1/k of its autoscalers a beat
