@@ -374,6 +374,9 @@ func (c *Controller) delete(obj any) {
 	if c.r.selectors.Delete(ns, key) {
 		c.r.monitor.AutoscalerDeleted()
 	}
+	if c.r.selectors.Count(ns) == 0 {
+		c.r.statusWrites.forgetNamespace(ns)
+	}
 	c.r.history.Forget(key)
 	c.r.monitor.Forget(ns, name)
 }

@@ -166,6 +166,10 @@ type step struct {
 	shadowStatus *v1alpha1.ShadowComparison
 }
 
+// recordTime is when this reconcile dates what it records: its stamp, now
+// when unset (behavior.RecordTime).
+func (s *step) recordTime() time.Time { return behavior.RecordTime(s.stamp, s.now.Time) }
+
 // reconcile is upstream's reconcileAutoscaler: read the target's scale,
 // compute the metrics, decide, rescale if need be, write the status.
 // cached is the informer's object, left unchanged: it is the status the

@@ -4,7 +4,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
 	"github.com/tidal-autoscaler/tidal/autoscaler/history"
 	"github.com/tidal-autoscaler/tidal/autoscaler/status"
 )
@@ -84,6 +83,14 @@ func (w *statusWrites) forget(key string) {
 	delete(w.at, key)
 }
 
+// forgetNamespace drops the beat of a namespace this controller no longer
+// has autoscalers in, so that deleted namespaces leave nothing behind.
+func (w *statusWrites) forgetNamespace(namespace string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.beats, namespace)
+}
+
 // take counts a write of namespace's at its beat instant at and reports
 // true; with optional, a write that may wait, it reports false and counts
 // nothing once quota writes were counted at that beat. A write dated
@@ -142,7 +149,7 @@ func (r *reconciler) deferStatus(s *step, persist history.Persistence) bool {
 	if r.statusInterval <= 0 {
 		return false
 	}
-	at, ns, period := behavior.RecordTime(s.stamp, s.now.Time), s.obj.GetNamespace(), r.statusWrites.period
+	at, ns, period := s.recordTime(), s.obj.GetNamespace(), r.statusWrites.period
 	onBeat := period > 0 && untilBeat(at, period, namespaceBeat(ns, period)) == 0
 	if persist == history.PersistNow || !status.MetricValuesOnly(s.obj, s.original) {
 		if onBeat {
@@ -164,6 +171,6 @@ func (r *reconciler) deferStatus(s *step, persist history.Persistence) bool {
 // wroteStatus records a successful status write, when the interval is set.
 func (r *reconciler) wroteStatus(s *step) {
 	if r.statusInterval > 0 {
-		r.statusWrites.wrote(s.key, behavior.RecordTime(s.stamp, s.now.Time))
+		r.statusWrites.wrote(s.key, s.recordTime())
 	}
 }

@@ -115,7 +115,7 @@ func TestStatusMetricsMinInterval(t *testing.T) {
 }
 
 // TestStatusMetricsMinIntervalForgets: a deleted autoscaler's last write
-// is forgotten.
+// is forgotten, and its namespace's beat with the namespace's last one.
 func TestStatusMetricsMinIntervalForgets(t *testing.T) {
 	w := world{scale: newScale(3, 3, "app=web"), pods: pods(100, 100, 100), customPods: milliByPod(10000, 10000, 10000)}
 	hpa := newHPA("web", ptr.To[int32](1), 10, podsMetric("rps", "10"))
@@ -125,9 +125,13 @@ func TestStatusMetricsMinIntervalForgets(t *testing.T) {
 	if _, ok := f.ctrl.r.statusWrites.last(ns + "/web"); !ok {
 		t.Fatal("the write was not recorded")
 	}
+	f.ctrl.r.statusWrites.take(ns, now, false, 0)
 	f.ctrl.delete(hpa)
 	if _, ok := f.ctrl.r.statusWrites.last(ns + "/web"); ok {
 		t.Error("the write of a deleted autoscaler is still kept")
+	}
+	if n := len(f.ctrl.r.statusWrites.beats); n != 0 {
+		t.Errorf("%d namespace beats kept after the namespace's last autoscaler was deleted, want 0", n)
 	}
 }
 
