@@ -34,15 +34,57 @@ func (c requestCount) String() string {
 // countRequests counts the completed requests of users received in
 // [from, to) in the audit log at path.
 func countRequests(path string, users []string, from, to time.Time) (requestCount, error) {
-	out := requestCount{ByKind: map[string]int{}}
+	c, err := countWindow(path, users, from, to)
+	return c.mine, err
+}
+
+// windowCount is the completed requests received in a window: those of
+// the users measured, and every other client's by user name, which say
+// what kept kube-apiserver busy when the side measured did not.
+type windowCount struct {
+	mine   requestCount
+	others map[string]int
+}
+
+// countWindow is countRequests with the other clients' requests too, in
+// the same pass over the audit log.
+func countWindow(path string, users []string, from, to time.Time) (windowCount, error) {
+	out := windowCount{mine: requestCount{ByKind: map[string]int{}}, others: map[string]int{}}
 	err := harness.ReadAudit(path, func(e *harness.AuditEvent) {
-		if e.Received.Before(from) || !e.Received.Before(to) || !slices.Contains(users, e.User.Username) {
+		if e.Received.Before(from) || !e.Received.Before(to) {
 			return
 		}
-		out.Total++
-		out.ByKind[e.Kind()]++
+		if !slices.Contains(users, e.User.Username) {
+			out.others[e.User.Username]++
+			return
+		}
+		out.mine.Total++
+		out.mine.ByKind[e.Kind()]++
 	})
 	return out, err
+}
+
+// busiestClients lists the n clients of counts with the most requests,
+// most first (ties by name), and the rest as one "others" entry.
+func busiestClients(counts map[string]int, n int) string {
+	users := slices.Sorted(maps.Keys(counts))
+	slices.SortStableFunc(users, func(a, b string) int { return counts[b] - counts[a] })
+	var parts []string
+	rest := 0
+	for i, u := range users {
+		if i >= n {
+			rest += counts[u]
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s=%d", u, counts[u]))
+	}
+	if rest > 0 {
+		parts = append(parts, fmt.Sprintf("others=%d", rest))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
 }
 
 // visitGaps reads the requests of user of one kind ("get

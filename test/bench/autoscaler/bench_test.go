@@ -247,6 +247,9 @@ func BenchmarkReconcileFleet(b *testing.B) {
 	measured.pids = h.PIDs()
 	measured.etcdDB = filepath.Join(h.EtcdDataDir, "member", "snap", "db")
 	measured.pids[benchmarkProcess] = os.Getpid()
+	if measured.apiserverGC, err = apiserverGC(h); err != nil {
+		b.Fatal(err)
+	}
 	// The tidal-bounded phases' status bound (docs/operations.md):
 	// values-only status changes written at most once per interval.
 	statusBound := []string{"--status-metrics-min-interval=" + cfg.statusInterval.String()}
@@ -305,6 +308,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 			logf("%s: %s", phase, r.replicaSummary())
 		}
 		logf("%s: the rest of the machine per period, in CPU-s: %v", phase, r.restPerPeriod)
+		logf("%s: %s; the other clients' requests over the %d periods: %s", phase, r.apiserverGCSummary(), cfg.periods, busiestClients(r.otherRequests, 6))
 		if phase == "kcm" {
 			logf("kcm: %d of %d HPAs read their target's /scale in the window; longest time between two reads of one: %s", r.visited, cfg.autoscalers, r.longestGap.Round(time.Millisecond))
 		} else {
@@ -387,6 +391,7 @@ func recordPhase(b *testing.B, cfg config, phase string, round int, r phaseResul
 		{Metric: "reconciles-per-period", Value: r.reconcilesPerPeriod, Unit: "objects"},
 		{Metric: "rss", Value: r.rssMiB, Unit: "MiB"},
 		{Metric: "kube-apiserver-cpu-per-period", Value: r.apiserverPerPeriod, Unit: "CPU-s"},
+		{Metric: "other-clients-requests-per-period", Value: float64(sumValues(r.otherRequests)) / float64(cfg.periods), Unit: "requests"},
 		{Metric: "etcd-cpu-per-period", Value: r.etcdPerPeriod, Unit: "CPU-s"},
 		{Metric: "machine-cpu-per-period", Value: r.machinePerPeriod, Unit: "CPU-s"},
 		{Metric: "podmetrics-lists-per-period", Value: float64(r.requests.podMetricsLists()) / float64(cfg.periods), Unit: "requests"},
@@ -396,6 +401,9 @@ func recordPhase(b *testing.B, cfg config, phase string, round int, r phaseResul
 		if v, ok := r.restPerPeriod[p.name]; ok {
 			figures = append(figures, samples.Sample{Metric: p.metric, Value: v, Unit: "CPU-s"})
 		}
+	}
+	if r.gcErr == nil {
+		figures = append(figures, samples.Sample{Metric: "kube-apiserver-gc-cpu-per-period", Value: r.apiserverGC.cpu, Unit: "CPU-s"})
 	}
 	if phase == "kcm" {
 		figures = append(figures,
@@ -456,6 +464,31 @@ var measured struct {
 	pids     map[string]int
 	etcdDB   string // etcd's database file, whose growth the windows log
 	onWindow func(ctx context.Context, window time.Duration)
+	// apiserverGC reads kube-apiserver's garbage collection so far.
+	apiserverGC func(context.Context) (gcSample, error)
+}
+
+// gcSample is a Go process's garbage collection so far: CPU seconds and
+// cycles.
+type gcSample struct{ cpu, cycles float64 }
+
+// apiserverGC returns what reads kube-apiserver's garbage collection so
+// far from Go's runtime metrics on its /metrics page: at 10,000 objects
+// its heap is several GiB, a collection costs it seconds of CPU, and a
+// window that holds one shows kube-apiserver busy whatever the side
+// measured did.
+func apiserverGC(h *harness.Harness) (func(context.Context) (gcSample, error), error) {
+	client, err := rest.HTTPClientFor(h.Admin)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (gcSample, error) {
+		v, err := scrapeSums(ctx, client, h.APIServerURL+"/metrics", "go_cpu_classes_gc_total_cpu_seconds_total", "go_gc_cycles_total_gc_cycles_total")
+		if err != nil {
+			return gcSample{}, err
+		}
+		return gcSample{cpu: v[0], cycles: v[1]}, nil
+	}, nil
 }
 
 // kcmArgs are the HPA controller manager's extra flags.
@@ -645,6 +678,14 @@ type phaseResult struct {
 	// apiserverPerPeriod and etcdPerPeriod are kube-apiserver's and etcd's
 	// CPU seconds in the same window, per period.
 	apiserverPerPeriod, etcdPerPeriod float64
+	// apiserverGC is kube-apiserver's garbage collection in the window:
+	// CPU seconds per period, cycles in the whole window; gcErr says why
+	// it is unknown.
+	apiserverGC gcSample
+	gcErr       error
+	// otherRequests counts the requests of every other client in the
+	// window, by user name.
+	otherRequests map[string]int
 	// machinePerPeriod is every core's busy time in the same window, per
 	// period: all processes, the harness's and the benchmark's included.
 	machinePerPeriod float64
@@ -671,6 +712,24 @@ type replicaResult struct {
 }
 
 func (r phaseResult) sharded() bool { return len(r.replicas) > 1 }
+
+// apiserverGCSummary says kube-apiserver's garbage collection in the
+// window, or why it is unknown.
+func (r phaseResult) apiserverGCSummary() string {
+	if r.gcErr != nil {
+		return fmt.Sprintf("kube-apiserver's garbage collection unknown (%v)", r.gcErr)
+	}
+	return fmt.Sprintf("kube-apiserver's garbage collection %.2f CPU-s a period, %.0f cycles in the window", r.apiserverGC.cpu, r.apiserverGC.cycles)
+}
+
+// sumValues is the sum of counts.
+func sumValues(counts map[string]int) int {
+	n := 0
+	for _, v := range counts {
+		n += v
+	}
+	return n
+}
 
 // cpuPerReplica is the mean CPU per period of one replica.
 func (r phaseResult) cpuPerReplica() float64 {
@@ -914,6 +973,9 @@ func measureWindow(ctx context.Context, cfg config, procs []proc, users []string
 		}
 	}
 	probe0, probeErr := cpuProbe()
+	// The scrapes of kube-apiserver's /metrics (2 to 3 MB) come before
+	// the window's CPU readings and after them, outside its figures.
+	gc0, gcErr := measured.apiserverGC(ctx)
 	from := time.Now()
 	s0, err := read()
 	if err != nil {
@@ -960,6 +1022,12 @@ func measureWindow(ctx context.Context, cfg config, procs []proc, users []string
 	if err != nil {
 		return r, err
 	}
+	if r.gcErr = gcErr; gcErr == nil {
+		var gc1 gcSample
+		if gc1, r.gcErr = measured.apiserverGC(ctx); r.gcErr == nil {
+			r.apiserverGC = gcSample{cpu: (gc1.cpu - gc0.cpu) / float64(cfg.periods), cycles: gc1.cycles - gc0.cycles}
+		}
+	}
 	r.machinePerPeriod = (machine1 - machine0) / float64(cfg.periods)
 	r.from, r.to = from, to
 	periods := float64(cfg.periods)
@@ -983,9 +1051,11 @@ func measureWindow(ctx context.Context, cfg config, procs []proc, users []string
 	}
 	// The audit log is written in batches of at most 1 s.
 	time.Sleep(3 * time.Second)
-	if r.requests, err = countRequests(auditLog, users, from, to); err != nil {
+	c, err := countWindow(auditLog, users, from, to)
+	if err != nil {
 		return r, err
 	}
+	r.requests, r.otherRequests = c.mine, c.others
 	if !hasCounter {
 		n = float64(r.requests.podMetricsLists())
 	}
