@@ -22,13 +22,19 @@ type requestCount struct {
 func (c requestCount) podMetricsLists() int { return c.ByKind["list pods.metrics.k8s.io"] }
 
 func (c requestCount) String() string {
-	keys := slices.Sorted(maps.Keys(c.ByKind))
-	slices.SortStableFunc(keys, func(a, b string) int { return c.ByKind[b] - c.ByKind[a] })
+	keys := mostFirst(c.ByKind)
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, c.ByKind[k]))
 	}
 	return fmt.Sprintf("%d (%s)", c.Total, strings.Join(parts, " "))
+}
+
+// mostFirst is the keys of counts, the largest count first, ties by key.
+func mostFirst(counts map[string]int) []string {
+	keys := slices.Sorted(maps.Keys(counts))
+	slices.SortStableFunc(keys, func(a, b string) int { return counts[b] - counts[a] })
+	return keys
 }
 
 // countRequests counts the completed requests of users received in
@@ -67,8 +73,7 @@ func countWindow(path string, users []string, from, to time.Time) (windowCount, 
 // busiestClients lists the n clients of counts with the most requests,
 // most first (ties by name), and the rest as one "others" entry.
 func busiestClients(counts map[string]int, n int) string {
-	users := slices.Sorted(maps.Keys(counts))
-	slices.SortStableFunc(users, func(a, b string) int { return counts[b] - counts[a] })
+	users := mostFirst(counts)
 	var parts []string
 	rest := 0
 	for i, u := range users {
