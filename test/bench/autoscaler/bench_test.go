@@ -99,6 +99,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/shard"
+	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 	"github.com/tidal-autoscaler/tidal/test/bench/samples"
 	"github.com/tidal-autoscaler/tidal/test/harness"
 	"github.com/tidal-autoscaler/tidal/test/metricsserver"
@@ -312,7 +313,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		if phase == "kcm" {
 			logf("kcm: %d of %d HPAs read their target's /scale in the window; longest time between two reads of one: %s", r.visited, cfg.autoscalers, r.longestGap.Round(time.Millisecond))
 		} else {
-			logf("%s: longest time between two reconciles of one autoscaler (its gauge, sampled once a period): %s; largest queue depth %.0f", phase, r.longestGap.Round(time.Millisecond), r.maxQueueDepth)
+			logf("%s: longest time between two reconciles of one autoscaler (its gauge, sampled once a period): %s; largest queue depth %.0f; %s", phase, r.longestGap.Round(time.Millisecond), r.maxQueueDepth, r.workers)
 		}
 		runs[phase] = append(runs[phase], r)
 		recordPhase(b, cfg, phase, len(runs[phase]), r)
@@ -414,6 +415,12 @@ func recordPhase(b *testing.B, cfg config, phase string, round int, r phaseResul
 			samples.Sample{Metric: "max-queue-depth", Value: r.maxQueueDepth, Unit: "items"},
 			samples.Sample{Metric: "longest-visit-gap", Value: r.longestGap.Seconds(), Unit: "s"},
 			samples.Sample{Metric: "settle-periods", Value: float64(r.settlePeriods), Unit: "periods"})
+		if w := r.workers; w.measured() {
+			figures = append(figures,
+				samples.Sample{Metric: "worker-busy-share", Value: w.busyShare, Unit: "ratio"},
+				samples.Sample{Metric: "mean-work-seconds", Value: w.meanWork.Seconds(), Unit: "s"},
+				samples.Sample{Metric: "mean-queue-wait-seconds", Value: w.meanWait.Seconds(), Unit: "s"})
+		}
 	}
 	if r.sharded() {
 		// cpu-per-period, reconciles-per-period and rss above are the
@@ -704,6 +711,9 @@ type phaseResult struct {
 	// phase ran several (tidal-sharded); cpuPerPeriod, systemPerPeriod,
 	// reconcilesPerPeriod and rssMiB are then their sums.
 	replicas []replicaResult
+	// workers are tidal's workers in the window, every replica's
+	// together (none for kcm).
+	workers workerFigures
 }
 
 // replicaResult is one replica's figures per period.
@@ -801,15 +811,29 @@ func maps2Equal(a, b map[int32]int) bool {
 
 // procSample is a process's user and system CPU seconds and its
 // reconciles counter, read at one time.
-type procSample struct{ user, sys, n float64 }
+type procSample struct {
+	user, sys float64
+	counters
+}
+
+// counters are what one scrape of a controller's /metrics reads: its
+// reconciles counter and, where it has them (tidal), its work queue's
+// totals.
+type counters struct {
+	n       float64
+	work    workSample
+	hasWork bool
+}
 
 // proc is one measured controller process: its pid, its reconciles
 // counter (nil: none) and what to start when the measured window opens
 // (nil: nothing), such as a profile of the window.
 type proc struct {
 	pid      int
-	counter  func(context.Context) (float64, error)
+	counter  func(context.Context) (counters, error)
 	onWindow func(ctx context.Context, window time.Duration)
+	// workers is its worker count (0: unknown).
+	workers int
 }
 
 // measure waits until statuses reports every object has a status, lets one
@@ -850,7 +874,7 @@ func measure(ctx context.Context, cfg config, procs []proc, users []string, audi
 				return nil, err
 			}
 			if p.counter != nil {
-				if out[i].n, err = p.counter(ctx); err != nil {
+				if out[i].counters, err = p.counter(ctx); err != nil {
 					return nil, err
 				}
 			}
@@ -919,6 +943,19 @@ func measure(ctx context.Context, cfg config, procs []proc, users []string, audi
 	}
 	w.settlePeriods = r.settlePeriods
 	return w, nil
+}
+
+// windowWorkers is workersOver for a window's processes and their
+// readings at its ends: unknown unless every process's were read.
+func windowWorkers(procs []proc, s0, s1 []procSample, window time.Duration) workerFigures {
+	w0, w1, n := make([]workSample, len(procs)), make([]workSample, len(procs)), make([]int, len(procs))
+	for i, p := range procs {
+		if p.workers == 0 || !s0[i].hasWork || !s1[i].hasWork {
+			return workerFigures{}
+		}
+		w0[i], w1[i], n[i] = s0[i].work, s1[i].work, p.workers
+	}
+	return workersOver(w0, w1, n, window)
 }
 
 // maxWindows is how many windows measure tries for one free of a kwok
@@ -1049,6 +1086,7 @@ func measureWindow(ctx context.Context, cfg config, procs []proc, users []string
 	if len(procs) == 1 {
 		r.replicas = nil
 	}
+	r.workers = windowWorkers(procs, s0, s1, to.Sub(from))
 	// The audit log is written in batches of at most 1 s.
 	time.Sleep(3 * time.Second)
 	c, err := countWindow(auditLog, users, from, to)
@@ -1326,20 +1364,40 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 		}
 		return q, nil
 	}
-	reconciles := func(a *harness.Autoscaler) func(context.Context) (float64, error) {
-		return func(ctx context.Context) (float64, error) {
-			n, err := scrapeCounter(ctx, scraper, a.MetricsURL("/metrics"), "tidal_autoscaler_reconciliations_total")
+	// One scrape a reading: the reconciles counter and the work queue's
+	// totals.
+	reconciles := func(a *harness.Autoscaler) func(context.Context) (counters, error) {
+		return func(ctx context.Context) (counters, error) {
+			url := a.MetricsURL("/metrics")
+			body, err := httpGetWith(ctx, scraper, url)
+			if err != nil {
+				return counters{}, err
+			}
+			var c counters
+			v, err := sumsOf(body, url, "tidal_autoscaler_reconciliations_total")
 			if shards > 0 && errors.Is(err, errNoSeries) {
 				// A replica whose share is empty (a handful of objects,
 				// the smoke run's) has reconciled nothing.
-				return 0, nil
+				err = nil
+			} else if err == nil {
+				c.n = v[0]
 			}
-			return n, err
+			if err != nil {
+				return c, err
+			}
+			// A queue that has not yet handed out a key has no totals:
+			// the window's figures are then unknown, not an error.
+			c.work, err = parseWork(body, source.ComponentName)
+			c.hasWork = err == nil
+			return c, nil
 		}
 	}
 	procs := make([]proc, len(replicas))
 	for i, a := range replicas {
 		procs[i] = proc{pid: a.Process.PID(), counter: reconciles(a)}
+		if n, err := workersOf(procs[i].pid); err == nil {
+			procs[i].workers = n
+		}
 	}
 	if profile != "" {
 		// Profile all of the window (one period alone holds too few
@@ -1447,25 +1505,21 @@ func kcmProfile(ctx context.Context, h *harness.Harness, file string) error {
 	return os.WriteFile(file, []byte(data), 0o644)
 }
 
-// scrapeCounter sums every series of a counter on a Prometheus text
-// page at url.
-func scrapeCounter(ctx context.Context, client *http.Client, url, name string) (float64, error) {
-	v, err := scrapeSums(ctx, client, url, name)
-	if err != nil {
-		return 0, err
-	}
-	return v[0], nil
-}
-
-// scrapeSums is scrapeCounter for several metrics from one scrape: a
-// scrape of the autoscaler's per-object series costs it CPU (about 0.1
-// CPU-s at 1,000 autoscalers), which the window must not be full of. A
-// metric with no series yet is an error wrapping errNoSeries.
+// scrapeSums sums every series of each of several metrics, names, on a
+// Prometheus text page at url, from one scrape: a scrape of the
+// autoscaler's per-object series costs it CPU (about 0.1 CPU-s at 1,000
+// autoscalers), which the window must not be full of. A metric with no
+// series yet is an error wrapping errNoSeries.
 func scrapeSums(ctx context.Context, client *http.Client, url string, names ...string) ([]float64, error) {
 	body, err := httpGetWith(ctx, client, url)
 	if err != nil {
 		return nil, err
 	}
+	return sumsOf(body, url, names...)
+}
+
+// sumsOf is scrapeSums's reading of a page already fetched from url.
+func sumsOf(body, url string, names ...string) ([]float64, error) {
 	sums := make([]float64, len(names))
 	found := make([]bool, len(names))
 	for _, line := range strings.Split(body, "\n") {
@@ -1490,7 +1544,7 @@ func scrapeSums(ctx context.Context, client *http.Client, url string, names ...s
 	return sums, nil
 }
 
-// errNoSeries is scrapeCounter's error for a counter with no series yet:
+// errNoSeries is scrapeSums's error for a metric with no series yet:
 // a vector's series appear with their first increment.
 var errNoSeries = errors.New("no series")
 

@@ -392,7 +392,7 @@ func fleetFigures(d data, at func(side, metric string) ref, side string, autosca
 		reconciles: m("reconciles-per-period"), autoscalers: float64(autoscalers),
 		cpu: m("cpu-per-period"), apiserverCPU: m("kube-apiserver-cpu-per-period"), etcdCPU: m("etcd-cpu-per-period"), machine: m("machine-cpu-per-period"),
 		requests: m("requests-per-period"), cores: float64(runtime.NumCPU()), periodSeconds: sz.syncPeriod.Seconds(), qps: float64(qps),
-		gap: m("longest-visit-gap"), queue: m("max-queue-depth"),
+		gap: m("longest-visit-gap"), queue: m("max-queue-depth"), workerBusy: m("worker-busy-share"),
 		rest: []processCPU{
 			{"kwok", m(samples.KwokCPU)},
 			{"kube-controller-manager's workload controllers and garbage collector", m(samples.WorkloadControllersCPU)},

@@ -127,6 +127,10 @@ type sideFigures struct {
 	// queue is the largest work queue depth seen in the window (the
 	// deepest replica's); 0 or NaN: not measured (kcm).
 	queue float64
+	// workerBusy is the share of the window its workers spent on keys,
+	// every replica's together; 0 or NaN: not measured (kcm, and tidal
+	// before 2026-12-06 20:00 UTC).
+	workerBusy float64
 	// rest are the other processes' CPU-s in the same window (kwok, the
 	// workload controllers, the benchmark's process); none or NaN: not
 	// measured (runs before they were).
@@ -168,8 +172,9 @@ func restOfMachine(f sideFigures, machine float64) string {
 // client's limit comes from several clients, each with a limit of its own,
 // as kube-controller-manager's scale, metrics and HPA clients, so it says
 // nothing of any one); the machine's CPU when all its cores were nearly
-// always busy; its workers when none of those and its queue held over
-// queuedShare of the objects at once.
+// always busy; its workers when none of those and they were nearly
+// always busy, or, where their busy time was not measured, when its queue
+// held over queuedShare of the objects at once.
 func bound(f sideFigures) string {
 	if everyObjectEachPeriod(f) {
 		return "not bound: every object reconciled each period"
@@ -205,18 +210,37 @@ func limit(f sideFigures) string {
 			figure(machine), figure(capacity), figure(f.cpu), figure(f.apiserverCPU), figure(f.etcdCPU), restOfMachine(f, machine))
 	case machine == 0 && control >= 0.9*capacity:
 		return fmt.Sprintf("the machine's CPU (with kube-apiserver and etcd: %s of %s CPU-s per period)", figure(control), figure(capacity))
-	case f.queue >= queuedShare*f.autoscalers:
-		// Neither a limit nor the CPU: the keys waited for a worker,
-		// whose reconciles wait on the API server's answers.
-		busy := fmt.Sprintf("the machine busy %s of %s CPU-s", figure(machine), figure(capacity))
-		if machine == 0 { // not measured (older runs)
-			busy = fmt.Sprintf("it, kube-apiserver and etcd busy %s of %s CPU-s", figure(control), figure(capacity))
-		}
+	case workersMeasured(f) && f.workerBusy >= 0.9:
+		// Neither a limit nor the CPU: every worker always had a key,
+		// its reconciles waiting on the API server's answers.
+		return fmt.Sprintf("its workers (busy %s of the window, its queue up to %s keys deep, with %s of its client's %s requests per period and %s)",
+			figure(f.workerBusy), figure(f.queue), figure(f.requests), figure(f.qps*f.periodSeconds), machineBusy(machine, control, capacity))
+	case workersMeasured(f) && f.queue >= queuedShare*f.autoscalers:
+		// A deep queue with idle workers: keys that came due together
+		// (a namespace's autoscalers share its beat), not keys waiting
+		// for a worker.
+		return fmt.Sprintf("not determined from these figures: not its client's limit, the CPU or its workers (busy %s of the window; its queue up to %s keys deep held keys due together)",
+			figure(f.workerBusy), figure(f.queue))
+	case !workersMeasured(f) && f.queue >= queuedShare*f.autoscalers:
+		// Older runs, without the workers' busy time: read from the queue
+		// alone, the keys waited for a worker.
 		return fmt.Sprintf("its workers (its queue up to %s keys deep, with %s of its client's %s requests per period and %s)",
-			figure(f.queue), figure(f.requests), figure(f.qps*f.periodSeconds), busy)
+			figure(f.queue), figure(f.requests), figure(f.qps*f.periodSeconds), machineBusy(machine, control, capacity))
 	default:
 		return "not determined from these figures (see its log: queue depth, errors)"
 	}
+}
+
+// workersMeasured is whether f carries its workers' busy time.
+func workersMeasured(f sideFigures) bool { return f.workerBusy > 0 }
+
+// machineBusy says how busy the machine was, or where it was not measured
+// (older runs) the controller, kube-apiserver and etcd together.
+func machineBusy(machine, control, capacity float64) string {
+	if machine == 0 {
+		return fmt.Sprintf("it, kube-apiserver and etcd busy %s of %s CPU-s", figure(control), figure(capacity))
+	}
+	return fmt.Sprintf("the machine busy %s of %s CPU-s", figure(machine), figure(capacity))
 }
 
 // ceilingNote says when the 2x goal cannot be met by side: twice kcm's

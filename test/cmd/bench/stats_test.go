@@ -98,36 +98,44 @@ func TestBound(t *testing.T) {
 		want                                                            string
 		gap                                                             float64
 		queue                                                           float64
+		busy                                                            float64
 	}{
-		{"all reconciled", 1000, 1000, 29, 0, 0, 30, 0, 0, "not bound", 0, 0},
-		{"all reconciled, gap within a period and a bit", 1000, 1000, 29, 0, 0, 30, 0, 0, "not bound", 19.7, 0},
+		{"all reconciled", 1000, 1000, 29, 0, 0, 30, 0, 0, "not bound", 0, 0, 0},
+		{"all reconciled, gap within a period and a bit", 1000, 1000, 29, 0, 0, 30, 0, 0, "not bound", 19.7, 0, 0},
 		// The bounded side at 10k (2026-11-30 17:35 UTC): 12,037 reconciles
 		// a period of 10,000 objects, the longest gap 25 s.
-		{"the count covers every object, the gap does not", 12037, 10000, 2.56, 12.7, 2, 29, 2241, 200, "not every object each period (the count covers them, but the longest gap between two reconciles of one was 25.2 s, over 1.5 periods): the machine's CPU", 25.2, 0},
-		{"own CPU", 500, 1000, 28, 0, 0, 29, 0, 0, "its own CPU", 0, 0},
-		{"client QPS", 500, 1000, 5, 5, 1, 20, 2900, 200, "QPS limit", 0, 0},
+		{"the count covers every object, the gap does not", 12037, 10000, 2.56, 12.7, 2, 29, 2241, 200, "not every object each period (the count covers them, but the longest gap between two reconciles of one was 25.2 s, over 1.5 periods): the machine's CPU", 25.2, 0, 0},
+		{"own CPU", 500, 1000, 28, 0, 0, 29, 0, 0, "its own CPU", 0, 0, 0},
+		{"client QPS", 500, 1000, 5, 5, 1, 20, 2900, 200, "QPS limit", 0, 0, 0},
 		// kcm at 3k (2026-11-30 00:28 UTC): 7,073 requests a period from
 		// its three clients, each under its own 3,000; the machine full.
-		{"several clients past one's limit, machine busy", 2443, 3000, 8.38, 13.1, 2.34, 29.0, 7073, 200, "the machine's CPU (29.0 of 30.0", 0, 0},
-		{"several clients past one's limit, machine idle", 500, 1000, 5, 5, 1, 15, 7073, 200, "not determined", 0, 0},
-		{"machine busy, control plane alone under the line", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "the machine's CPU (28.0 of 30.0", 0, 0},
-		{"machine busy, the rest not measured (older runs)", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "etcd 1.80; the rest kwok, the metrics server and the harness)", 0, 0},
-		{"machine not measured, control plane over the line", 500, 1000, 10, 14, 4, 0, 100, 200, "the machine's CPU (with kube-apiserver", 0, 0},
-		{"machine not in the samples (older runs)", 500, 1000, 10, 14, 4, math.NaN(), 100, 200, "the machine's CPU (with kube-apiserver", 0, 0},
-		{"machine measured and idle enough", 500, 1000, 10, 14, 4, 20, 100, 200, "not determined", 0, 0},
-		{"undetermined", 500, 1000, 5, 5, 1, 15, 100, 200, "not determined", 0, 0},
+		{"several clients past one's limit, machine busy", 2443, 3000, 8.38, 13.1, 2.34, 29.0, 7073, 200, "the machine's CPU (29.0 of 30.0", 0, 0, 0},
+		{"several clients past one's limit, machine idle", 500, 1000, 5, 5, 1, 15, 7073, 200, "not determined", 0, 0, 0},
+		{"machine busy, control plane alone under the line", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "the machine's CPU (28.0 of 30.0", 0, 0, 0},
+		{"machine busy, the rest not measured (older runs)", 500, 1000, 4.7, 14.9, 1.8, 28, 2200, 200, "etcd 1.80; the rest kwok, the metrics server and the harness)", 0, 0, 0},
+		{"machine not measured, control plane over the line", 500, 1000, 10, 14, 4, 0, 100, 200, "the machine's CPU (with kube-apiserver", 0, 0, 0},
+		{"machine not in the samples (older runs)", 500, 1000, 10, 14, 4, math.NaN(), 100, 200, "the machine's CPU (with kube-apiserver", 0, 0, 0},
+		{"machine measured and idle enough", 500, 1000, 10, 14, 4, 20, 100, 200, "not determined", 0, 0, 0},
+		{"undetermined", 500, 1000, 5, 5, 1, 15, 100, 200, "not determined", 0, 0, 0},
 		// One replica with the status bound at 10k (2026-12-06 09:22 UTC,
 		// first round): 8,171 reconciles, 1,877 requests of 3,000, the
 		// machine busy 17.9 of 30, its queue 6,271 deep.
-		{"workers: a deep queue, nothing else full", 8171, 10000, 1.88, 13.4, 1.1, 17.9, 1877, 200, "its workers (its queue up to 6271 keys deep, with 1877 of its client's 3000 requests per period and the machine busy 17.9 of 30.0 CPU-s)", 0, 6271},
-		{"workers, the machine not measured (older runs)", 8171, 10000, 1.88, 13.4, 1.1, math.NaN(), 1877, 200, "its workers (its queue up to 6271 keys deep, with 1877 of its client's 3000 requests per period and it, kube-apiserver and etcd busy 16.4 of 30.0 CPU-s)", 0, 6271},
-		{"a shallow queue says nothing", 8171, 10000, 1.88, 13.4, 1.1, 17.9, 1877, 200, "not determined", 0, 400},
-		{"the QPS limit before the queue", 3365, 10000, 1.6, 16.9, 1.5, 21.4, 3090, 200, "QPS limit", 0, 6000},
-		{"every object: the queue does not matter", 10000, 10000, 2, 14, 1, 20, 2000, 200, "not bound", 0, 4096},
+		{"workers: a deep queue, nothing else full", 8171, 10000, 1.88, 13.4, 1.1, 17.9, 1877, 200, "its workers (its queue up to 6271 keys deep, with 1877 of its client's 3000 requests per period and the machine busy 17.9 of 30.0 CPU-s)", 0, 6271, 0},
+		{"workers, the machine not measured (older runs)", 8171, 10000, 1.88, 13.4, 1.1, math.NaN(), 1877, 200, "its workers (its queue up to 6271 keys deep, with 1877 of its client's 3000 requests per period and it, kube-apiserver and etcd busy 16.4 of 30.0 CPU-s)", 0, 6271, 0},
+		{"a shallow queue says nothing", 8171, 10000, 1.88, 13.4, 1.1, 17.9, 1877, 200, "not determined", 0, 400, 0},
+		{"the QPS limit before the queue", 3365, 10000, 1.6, 16.9, 1.5, 21.4, 3090, 200, "QPS limit", 0, 6000, 0},
+		{"every object: the queue does not matter", 10000, 10000, 2, 14, 1, 20, 2000, 200, "not bound", 0, 4096, 0},
+		// The same one replica with its workers' busy time (2026-12-06
+		// 20:00 UTC on): nearly always busy, or idle with the queue deep.
+		{"workers: nearly always busy, nothing else full", 8171, 10000, 1.88, 13.4, 1.1, 17.9, 1877, 200, "its workers (busy 0.97 of the window, its queue up to 6271 keys deep, with 1877 of its client's 3000 requests per period and the machine busy 17.9 of 30.0 CPU-s)", 0, 6271, 0.97},
+		{"workers nearly always busy with a shallow queue", 8171, 10000, 1.88, 13.4, 1.1, 17.9, 1877, 200, "its workers (busy 0.95", 0, 400, 0.95},
+		{"a deep queue with idle workers: keys due together", 9630, 10000, 2.14, 18.7, 1.4, 23.9, 2638, 200, "not determined from these figures: not its client's limit, the CPU or its workers (busy 0.41 of the window; its queue up to 2280 keys deep held keys due together)", 0, 2280, 0.41},
+		{"idle workers, shallow queue", 8171, 10000, 1.88, 13.4, 1.1, 17.9, 1877, 200, "not determined from these figures (see its log", 0, 400, 0.41},
+		{"the QPS limit before busy workers", 3365, 10000, 1.6, 16.9, 1.5, 21.4, 3090, 200, "QPS limit", 0, 6000, 0.99},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := bound(sideFigures{reconciles: tc.reconciles, autoscalers: tc.autoscalers, cpu: tc.cpu, apiserverCPU: tc.api, etcdCPU: tc.etcd,
-				machine: tc.machine, requests: tc.requests, cores: 2, periodSeconds: 15, qps: tc.qps, gap: tc.gap, queue: tc.queue})
+				machine: tc.machine, requests: tc.requests, cores: 2, periodSeconds: 15, qps: tc.qps, gap: tc.gap, queue: tc.queue, workerBusy: tc.busy})
 			if !strings.Contains(got, tc.want) {
 				t.Errorf("bound = %q, want it to say %q", got, tc.want)
 			}
