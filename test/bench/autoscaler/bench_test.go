@@ -810,7 +810,7 @@ func maps2Equal(a, b map[int32]int) bool {
 }
 
 // procSample is a process's user and system CPU seconds and its
-// reconciles counter, read at one time.
+// counters, read at one time.
 type procSample struct {
 	user, sys float64
 	counters
@@ -1387,7 +1387,7 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 			}
 			// A queue that has not yet handed out a key has no totals:
 			// the window's figures are then unknown, not an error.
-			c.work, err = parseWork(body, source.ComponentName)
+			c.work, err = parseWork(body, url, source.ComponentName)
 			c.hasWork = err == nil
 			return c, nil
 		}
@@ -1517,36 +1517,6 @@ func scrapeSums(ctx context.Context, client *http.Client, url string, names ...s
 	}
 	return sumsOf(body, url, names...)
 }
-
-// sumsOf is scrapeSums's reading of a page already fetched from url.
-func sumsOf(body, url string, names ...string) ([]float64, error) {
-	sums := make([]float64, len(names))
-	found := make([]bool, len(names))
-	for _, line := range strings.Split(body, "\n") {
-		for i, name := range names {
-			if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-				continue
-			}
-			f := strings.Fields(line)
-			v, err := strconv.ParseFloat(f[len(f)-1], 64)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %q: %w", url, line, err)
-			}
-			sums[i] += v
-			found[i] = true
-		}
-	}
-	for i, ok := range found {
-		if !ok {
-			return sums, fmt.Errorf("%s has no %s: %w", url, names[i], errNoSeries)
-		}
-	}
-	return sums, nil
-}
-
-// errNoSeries is scrapeSums's error for a metric with no series yet:
-// a vector's series appear with their first increment.
-var errNoSeries = errors.New("no series")
 
 // adminClient presents the harness admin's client certificate to the
 // autoscaler's secure port, whose serving certificate is self-signed.

@@ -103,48 +103,17 @@ func workersOf(pid int) (int, error) {
 	return workersFlag(strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")), nil
 }
 
-// parseWork reads queue's work queue totals from a /metrics page in the
-// text format: the _sum and _count of its work and queue durations.
-func parseWork(page, queue string) (workSample, error) {
-	var s workSample
-	fields := map[string]*float64{
-		"workqueue_work_duration_seconds_sum":    &s.busy,
-		"workqueue_work_duration_seconds_count":  &s.done,
-		"workqueue_queue_duration_seconds_sum":   &s.wait,
-		"workqueue_queue_duration_seconds_count": &s.taken,
+// parseWork reads queue's work queue totals from a /metrics page fetched
+// from url: the _sum and _count of its work and queue durations (the
+// series labelled with its name alone, as client-go's workqueue metrics
+// are; other queues' are left out).
+func parseWork(page, url, queue string) (workSample, error) {
+	sel := `{name="` + queue + `"}`
+	v, err := sumsOf(page, url,
+		"workqueue_work_duration_seconds_sum"+sel, "workqueue_work_duration_seconds_count"+sel,
+		"workqueue_queue_duration_seconds_sum"+sel, "workqueue_queue_duration_seconds_count"+sel)
+	if err != nil {
+		return workSample{}, err
 	}
-	label := `name="` + queue + `"`
-	found := 0
-	for line := range strings.SplitSeq(page, "\n") {
-		name, rest, ok := strings.Cut(line, "{")
-		p, known := fields[name]
-		if !ok || !known {
-			continue
-		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !ok || !hasLabel(labels, label) {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
-		if err != nil {
-			return s, fmt.Errorf("%q: %w", line, err)
-		}
-		*p = v
-		found++
-	}
-	if found < len(fields) {
-		return s, fmt.Errorf("the work queue %q: %d of its %d totals found", queue, found, len(fields))
-	}
-	return s, nil
-}
-
-// hasLabel reports whether a series' labels (without the braces) hold
-// pair, such as name="tidal-autoscaler".
-func hasLabel(labels, pair string) bool {
-	for l := range strings.SplitSeq(labels, ",") {
-		if l == pair {
-			return true
-		}
-	}
-	return false
+	return workSample{busy: v[0], done: v[1], wait: v[2], taken: v[3]}, nil
 }

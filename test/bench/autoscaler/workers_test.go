@@ -1,6 +1,7 @@
 package autoscaler
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -117,18 +118,18 @@ func TestParseWork(t *testing.T) {
 		`workqueue_queue_duration_seconds_count{name="other"} 7`,
 		`workqueue_depth{name="tidal-autoscaler"} 3`,
 	}, "\n")
-	got, err := parseWork(page, "tidal-autoscaler")
+	got, err := parseWork(page, "tidal/metrics", "tidal-autoscaler")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := (workSample{busy: 12.5, done: 2500, wait: 1.25, taken: 2501}); got != want {
 		t.Errorf("parseWork = %+v, want %+v (other queues' series left out)", got, want)
 	}
-	_, err = parseWork(strings.ReplaceAll(page, `workqueue_queue_duration_seconds_sum{name="tidal-autoscaler"} 1.25`, ""), "tidal-autoscaler")
-	if err == nil || !strings.Contains(err.Error(), "3 of its 4 totals") {
-		t.Errorf("a total missing: error %v, want one that says 3 of its 4 totals were found", err)
+	_, err = parseWork(strings.ReplaceAll(page, `workqueue_queue_duration_seconds_sum{name="tidal-autoscaler"} 1.25`, ""), "tidal/metrics", "tidal-autoscaler")
+	if !errors.Is(err, errNoSeries) || !strings.Contains(err.Error(), `has no workqueue_queue_duration_seconds_sum{name="tidal-autoscaler"}`) {
+		t.Errorf("a total missing: error %v, want one that names the missing series", err)
 	}
-	if _, err := parseWork(strings.ReplaceAll(page, "12.5", "x"), "tidal-autoscaler"); err == nil {
+	if _, err := parseWork(strings.ReplaceAll(page, "12.5", "x"), "tidal/metrics", "tidal-autoscaler"); err == nil {
 		t.Error("a value that is not a number: no error")
 	}
 }
