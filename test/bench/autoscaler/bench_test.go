@@ -25,7 +25,9 @@
 // time (/proc/PID/stat), the API requests its identity made (the
 // apiserver's audit log, by verb and resource), and the objects it
 // reconciled (tidal: its reconciliations counter; kcm: its PodMetrics
-// lists, one per reconcile), and kube-apiserver's, etcd's and the whole
+// lists, one per reconcile), its work queue's depth (sampled once a
+// period) and its workers' busy time (its workqueue_* metrics, kcm's
+// read from its secure port), and kube-apiserver's, etcd's and the whole
 // machine's CPU time (/proc/stat) in the same window. Reported per
 // period. Both phases must leave every object at the same desired
 // replicas (5) with no rescale.
@@ -311,7 +313,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		logf("%s: the rest of the machine per period, in CPU-s: %v", phase, r.restPerPeriod)
 		logf("%s: %s; the other clients' requests over the %d periods: %s", phase, r.apiserverGCSummary(), cfg.periods, busiestClients(r.otherRequests, 6))
 		if phase == "kcm" {
-			logf("kcm: %d of %d HPAs read their target's /scale in the window; longest time between two reads of one: %s", r.visited, cfg.autoscalers, r.longestGap.Round(time.Millisecond))
+			logf("kcm: %d of %d HPAs read their target's /scale in the window; longest time between two reads of one: %s; largest queue depth %.0f; %s", r.visited, cfg.autoscalers, r.longestGap.Round(time.Millisecond), r.maxQueueDepth, r.workers)
 		} else {
 			logf("%s: longest time between two reconciles of one autoscaler (its gauge, sampled once a period): %s; largest queue depth %.0f; %s", phase, r.longestGap.Round(time.Millisecond), r.maxQueueDepth, r.workers)
 		}
@@ -331,9 +333,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 		b.ReportMetric(r.cpuPerPeriod, phase+"-cpu-s/period")
 		b.ReportMetric(float64(r.requests.Total)/float64(cfg.periods), phase+"-requests/period")
 		b.ReportMetric(r.reconcilesPerPeriod, phase+"-reconciles/period")
-		if phase != "kcm" {
-			b.ReportMetric(r.maxQueueDepth, phase+"-max-queue-depth")
-		}
+		b.ReportMetric(r.maxQueueDepth, phase+"-max-queue-depth")
 		if r.sharded() {
 			b.ReportMetric(r.cpuPerReplica(), phase+"-cpu-s/period/replica")
 		}
@@ -406,21 +406,19 @@ func recordPhase(b *testing.B, cfg config, phase string, round int, r phaseResul
 	if r.gcErr == nil {
 		figures = append(figures, samples.Sample{Metric: "kube-apiserver-gc-cpu-per-period", Value: r.apiserverGC.cpu, Unit: "CPU-s"})
 	}
+	figures = append(figures,
+		samples.Sample{Metric: "max-queue-depth", Value: r.maxQueueDepth, Unit: "items"},
+		samples.Sample{Metric: "longest-visit-gap", Value: r.longestGap.Seconds(), Unit: "s"})
 	if phase == "kcm" {
-		figures = append(figures,
-			samples.Sample{Metric: "longest-visit-gap", Value: r.longestGap.Seconds(), Unit: "s"},
-			samples.Sample{Metric: "objects-visited", Value: float64(r.visited), Unit: "objects"})
+		figures = append(figures, samples.Sample{Metric: "objects-visited", Value: float64(r.visited), Unit: "objects"})
 	} else {
+		figures = append(figures, samples.Sample{Metric: "settle-periods", Value: float64(r.settlePeriods), Unit: "periods"})
+	}
+	if w := r.workers; w.measured() {
 		figures = append(figures,
-			samples.Sample{Metric: "max-queue-depth", Value: r.maxQueueDepth, Unit: "items"},
-			samples.Sample{Metric: "longest-visit-gap", Value: r.longestGap.Seconds(), Unit: "s"},
-			samples.Sample{Metric: "settle-periods", Value: float64(r.settlePeriods), Unit: "periods"})
-		if w := r.workers; w.measured() {
-			figures = append(figures,
-				samples.Sample{Metric: "worker-busy-share", Value: w.busyShare, Unit: "ratio"},
-				samples.Sample{Metric: "mean-work-seconds", Value: w.meanWork.Seconds(), Unit: "s"},
-				samples.Sample{Metric: "mean-queue-wait-seconds", Value: w.meanWait.Seconds(), Unit: "s"})
-		}
+			samples.Sample{Metric: "worker-busy-share", Value: w.busyShare, Unit: "ratio"},
+			samples.Sample{Metric: "mean-work-seconds", Value: w.meanWork.Seconds(), Unit: "s"},
+			samples.Sample{Metric: "mean-queue-wait-seconds", Value: w.meanWait.Seconds(), Unit: "s"})
 	}
 	if r.sharded() {
 		// cpu-per-period, reconciles-per-period and rss above are the
@@ -834,6 +832,9 @@ type proc struct {
 	onWindow func(ctx context.Context, window time.Duration)
 	// workers is its worker count (0: unknown).
 	workers int
+	// work reads its work queue's totals where counter does not (kcm,
+	// which has no reconciles counter; nil: none).
+	work func(context.Context) (workSample, error)
 }
 
 // measure waits until statuses reports every object has a status, lets one
@@ -873,10 +874,16 @@ func measure(ctx context.Context, cfg config, procs []proc, users []string, audi
 			if out[i].user, out[i].sys, err = harness.CPUTimes(p.pid); err != nil {
 				return nil, err
 			}
-			if p.counter != nil {
+			switch {
+			case p.counter != nil:
 				if out[i].counters, err = p.counter(ctx); err != nil {
 					return nil, err
 				}
+			case p.work != nil:
+				// A failed scrape leaves the window's worker figures
+				// unknown, not the window failed.
+				out[i].work, err = p.work(ctx)
+				out[i].hasWork = err == nil
 			}
 		}
 		return out, nil
@@ -1463,6 +1470,30 @@ func runKCM(ctx context.Context, h *harness.Harness, admin kubernetes.Interface,
 	}
 	statuses := objs.statuses
 	p := proc{pid: pid}
+	scrape, err := kcmMetrics(h)
+	if err != nil {
+		return phaseResult{}, err
+	}
+	// Its HPA work queue, as tidal's is read: the workers' busy time and
+	// the queue's depth (kcm's resync enqueues every HPA at once).
+	p.work = func(ctx context.Context) (workSample, error) {
+		page, url, err := scrape(ctx)
+		if err != nil {
+			return workSample{}, err
+		}
+		return parseWork(page, url, kcmQueue)
+	}
+	if n, err := workersOf(pid); err == nil {
+		p.workers = n
+	}
+	queue := func(ctx context.Context) (queueSample, error) {
+		page, url, err := scrape(ctx)
+		if err != nil {
+			return queueSample{}, err
+		}
+		v, err := sumsOf(page, url, `workqueue_depth{name="`+kcmQueue+`"}`)
+		return queueSample{depth: v[0]}, err
+	}
 	if profile := os.Getenv("TIDAL_BENCH_KCM_PROFILE"); profile != "" {
 		p.onWindow = func(ctx context.Context, _ time.Duration) {
 			go func() {
@@ -1472,16 +1503,39 @@ func runKCM(ctx context.Context, h *harness.Harness, admin kubernetes.Interface,
 			}()
 		}
 	}
-	r, err := measure(ctx, cfg, []proc{p}, []string{kcmUser}, auditLog, statuses, nil, 0)
+	r, err := measure(ctx, cfg, []proc{p}, []string{kcmUser}, auditLog, statuses, queue, 0)
 	if err != nil {
 		return r, err
 	}
+	// Its gap is read from the audit log (the queue has none).
 	r.longestGap, r.visited, err = visitGaps(auditLog, kcmUser, "get", "deployments.apps/scale", r.from, r.to, cfg.autoscalers)
 	if err != nil {
 		return r, err
 	}
 	// The next kcm phase starts from no HPAs again, as tidal's does.
 	return r, objs.deleteAll(ctx, cfg)
+}
+
+// kcmQueue is the name of kube-controller-manager's HPA work queue in its
+// workqueue_* metrics.
+const kcmQueue = "horizontalpodautoscaler"
+
+// kcmMetrics returns a reader of the harness's HPA controller manager's
+// /metrics page, from its secure port as the admin, and the page's URL.
+func kcmMetrics(h *harness.Harness) (func(context.Context) (page, url string, err error), error) {
+	port, err := h.SecurePort(harness.HPAControllerProcess)
+	if err != nil {
+		return nil, err
+	}
+	client, err := adminClient(h)
+	if err != nil {
+		return nil, err
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%s/metrics", port)
+	return func(ctx context.Context) (string, string, error) {
+		page, err := httpGetWith(ctx, client, url)
+		return page, url, err
+	}, nil
 }
 
 // kcmProfile writes a CPU profile of one sync period of the harness's HPA

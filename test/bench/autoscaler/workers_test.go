@@ -134,6 +134,31 @@ func TestParseWork(t *testing.T) {
 	}
 }
 
+// TestParseWorkKCM reads kube-controller-manager's HPA queue from a page
+// with its other controllers' queues, one of whose names starts the same.
+func TestParseWorkKCM(t *testing.T) {
+	page := strings.Join([]string{
+		`workqueue_work_duration_seconds_sum{name="horizontalpodautoscaler"} 40`,
+		`workqueue_work_duration_seconds_count{name="horizontalpodautoscaler"} 10000`,
+		`workqueue_queue_duration_seconds_sum{name="horizontalpodautoscaler"} 900`,
+		`workqueue_queue_duration_seconds_count{name="horizontalpodautoscaler"} 10000`,
+		`workqueue_work_duration_seconds_sum{name="horizontalpodautoscaler-extra"} 5`,
+		`workqueue_work_duration_seconds_sum{name="deployment"} 3`,
+		`workqueue_depth{name="horizontalpodautoscaler"} 2400`,
+	}, "\n")
+	got, err := parseWork(page, "kcm/metrics", kcmQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (workSample{busy: 40, done: 10000, wait: 900, taken: 10000}); got != want {
+		t.Errorf("parseWork = %+v, want %+v", got, want)
+	}
+	v, err := sumsOf(page, "kcm/metrics", `workqueue_depth{name="`+kcmQueue+`"}`)
+	if err != nil || v[0] != 2400 {
+		t.Errorf("kcm's queue depth = %v, %v; want 2400", v, err)
+	}
+}
+
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 
 func nearDuration(a, b time.Duration) bool {

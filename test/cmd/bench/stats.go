@@ -125,11 +125,11 @@ type sideFigures struct {
 	// sharded side); 0: none known.
 	qps float64
 	// queue is the largest work queue depth seen in the window (the
-	// deepest replica's); 0 or NaN: not measured (kcm).
+	// deepest replica's); 0 or NaN: not measured (kcm before 2026-12-07).
 	queue float64
 	// workerBusy is the share of the window its workers spent on keys,
-	// every replica's together; 0 or NaN: not measured (kcm, and tidal
-	// before 2026-12-06 20:00 UTC).
+	// every replica's together; 0 or NaN: not measured (tidal before
+	// 2026-12-06 20:00 UTC, kcm before 2026-12-07).
 	workerBusy float64
 	// rest are the other processes' CPU-s in the same window (kwok, the
 	// workload controllers, the benchmark's process); none or NaN: not
