@@ -1470,14 +1470,14 @@ func runKCM(ctx context.Context, h *harness.Harness, admin kubernetes.Interface,
 	}
 	statuses := objs.statuses
 	p := proc{pid: pid}
-	scrape, err := kcmMetrics(h)
+	get, err := kcmGetter(h)
 	if err != nil {
 		return phaseResult{}, err
 	}
 	// Its HPA work queue, as tidal's is read: the workers' busy time and
 	// the queue's depth (kcm's resync enqueues every HPA at once).
 	p.work = func(ctx context.Context) (workSample, error) {
-		page, url, err := scrape(ctx)
+		page, url, err := get(ctx, "/metrics")
 		if err != nil {
 			return workSample{}, err
 		}
@@ -1487,17 +1487,20 @@ func runKCM(ctx context.Context, h *harness.Harness, admin kubernetes.Interface,
 		p.workers = n
 	}
 	queue := func(ctx context.Context) (queueSample, error) {
-		page, url, err := scrape(ctx)
+		page, url, err := get(ctx, "/metrics")
 		if err != nil {
 			return queueSample{}, err
 		}
 		v, err := sumsOf(page, url, `workqueue_depth{name="`+kcmQueue+`"}`)
-		return queueSample{depth: v[0]}, err
+		if err != nil {
+			return queueSample{}, err
+		}
+		return queueSample{depth: v[0]}, nil
 	}
 	if profile := os.Getenv("TIDAL_BENCH_KCM_PROFILE"); profile != "" {
 		p.onWindow = func(ctx context.Context, _ time.Duration) {
 			go func() {
-				if err := kcmProfile(ctx, h, profile); err != nil {
+				if err := kcmProfile(ctx, get, profile); err != nil {
 					logf("kcm profile: %v", err)
 				}
 			}()
@@ -1520,9 +1523,10 @@ func runKCM(ctx context.Context, h *harness.Harness, admin kubernetes.Interface,
 // workqueue_* metrics.
 const kcmQueue = "horizontalpodautoscaler"
 
-// kcmMetrics returns a reader of the harness's HPA controller manager's
-// /metrics page, from its secure port as the admin, and the page's URL.
-func kcmMetrics(h *harness.Harness) (func(context.Context) (page, url string, err error), error) {
+// kcmGetter returns a reader of a path on the harness's HPA controller
+// manager's secure port, as the admin (its serving certificate is
+// self-signed): the body, and the URL read.
+func kcmGetter(h *harness.Harness) (func(ctx context.Context, path string) (body, url string, err error), error) {
 	port, err := h.SecurePort(harness.HPAControllerProcess)
 	if err != nil {
 		return nil, err
@@ -1531,28 +1535,17 @@ func kcmMetrics(h *harness.Harness) (func(context.Context) (page, url string, er
 	if err != nil {
 		return nil, err
 	}
-	url := fmt.Sprintf("https://127.0.0.1:%s/metrics", port)
-	return func(ctx context.Context) (string, string, error) {
-		page, err := httpGetWith(ctx, client, url)
-		return page, url, err
+	return func(ctx context.Context, path string) (string, string, error) {
+		url := "https://127.0.0.1:" + port + path
+		body, err := httpGetWith(ctx, client, url)
+		return body, url, err
 	}, nil
 }
 
-// kcmProfile writes a CPU profile of one sync period of the harness's HPA
-// controller manager, read from its secure port as the admin.
-func kcmProfile(ctx context.Context, h *harness.Harness, file string) error {
-	port, err := h.SecurePort(harness.HPAControllerProcess)
-	if err != nil {
-		return err
-	}
-	cfg := rest.CopyConfig(h.Admin)
-	// The controller manager's serving certificate is self-signed.
-	cfg.TLSClientConfig.Insecure, cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = true, nil, ""
-	client, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return err
-	}
-	data, err := httpGetWith(ctx, client, fmt.Sprintf("https://127.0.0.1:%s/debug/pprof/profile?seconds=%d", port, int(syncPeriod.Seconds())))
+// kcmProfile writes a CPU profile of one sync period of the HPA
+// controller manager that get reads (kcmGetter).
+func kcmProfile(ctx context.Context, get func(context.Context, string) (string, string, error), file string) error {
+	data, _, err := get(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(syncPeriod.Seconds())))
 	if err != nil {
 		return err
 	}
