@@ -16,9 +16,9 @@ import (
 const AutoscalerDeploymentFile = "manifests/autoscaler.yaml"
 
 // AutoscalerEnv is the environment manifests/autoscaler.yaml gives the
-// autoscaler from its container's resources (its GOMAXPROCS, from the CPU
-// request), as NAME=VALUE: every autoscaler the harness starts gets it, so
-// that tests and benchmarks run the process as it is installed.
+// autoscaler (its GOMAXPROCS from the CPU request, its GODEBUG as written),
+// as NAME=VALUE: every autoscaler the harness starts gets it, so that tests
+// and benchmarks run the process as it is installed.
 func AutoscalerEnv() ([]string, error) {
 	root, err := RepoRoot()
 	if err != nil {
@@ -36,24 +36,26 @@ func AutoscalerEnv() ([]string, error) {
 	if len(d.Spec.Template.Spec.Containers) == 0 {
 		return nil, fmt.Errorf("%s: no container", file)
 	}
-	env, err := resourceFieldEnv(d.Spec.Template.Spec.Containers[0])
+	env, err := containerEnv(d.Spec.Template.Spec.Containers[0])
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return env, nil
 }
 
-// resourceFieldEnv is c's environment variables taken from its own CPU
-// request through the downward API, with the values the kubelet gives
-// them: the quantity divided by the divisor, rounded up. Other variables
-// are left out (the harness sets none of its own).
-func resourceFieldEnv(c corev1.Container) ([]string, error) {
+// containerEnv is c's environment variables with the values the kubelet
+// gives them: a value as written, and one taken from the container's own
+// CPU request through the downward API as the quantity divided by the
+// divisor, rounded up. Variables from other sources (fields, secrets,
+// another container's resources) are left out: the manifest sets none.
+func containerEnv(c corev1.Container) ([]string, error) {
 	var env []string
 	for _, e := range c.Env {
-		ref := (*corev1.ResourceFieldSelector)(nil)
-		if e.ValueFrom != nil {
-			ref = e.ValueFrom.ResourceFieldRef
+		if e.ValueFrom == nil {
+			env = append(env, e.Name+"="+e.Value)
+			continue
 		}
+		ref := e.ValueFrom.ResourceFieldRef
 		if ref == nil || ref.ContainerName != "" && ref.ContainerName != c.Name {
 			continue
 		}

@@ -8,9 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// TestResourceFieldEnv: the values the kubelet gives a CPU request through
-// the downward API, rounded up to the divisor.
-func TestResourceFieldEnv(t *testing.T) {
+// TestContainerEnv: the values the kubelet gives a plain variable (as
+// written) and a CPU request through the downward API (rounded up to the
+// divisor).
+func TestContainerEnv(t *testing.T) {
 	ref := func(container, res, divisor string) *corev1.EnvVarSource {
 		s := &corev1.ResourceFieldSelector{ContainerName: container, Resource: res}
 		if divisor != "" {
@@ -33,7 +34,7 @@ func TestResourceFieldEnv(t *testing.T) {
 		{"no request gives 0, which Go ignores", "", ref("", "requests.cpu", "1"), []string{"GOMAXPROCS=0"}, false},
 		{"this container named", "50m", ref("c", "requests.cpu", "1"), []string{"GOMAXPROCS=1"}, false},
 		{"another container's is left out", "50m", ref("other", "requests.cpu", "1"), nil, false},
-		{"a plain value is left out", "50m", nil, nil, false},
+		{"a plain value as written", "50m", nil, []string{"GOMAXPROCS=7"}, false},
 		{"memory is refused", "50m", ref("", "limits.memory", "1"), nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,22 +45,24 @@ func TestResourceFieldEnv(t *testing.T) {
 			if tc.request != "" {
 				c.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(tc.request)}
 			}
-			got, err := resourceFieldEnv(c)
+			got, err := containerEnv(c)
 			if (err != nil) != tc.wantErr || !slices.Equal(got, tc.want) {
-				t.Errorf("resourceFieldEnv = %q, %v; want %q (error %v)", got, err, tc.want, tc.wantErr)
+				t.Errorf("containerEnv = %q, %v; want %q (error %v)", got, err, tc.want, tc.wantErr)
 			}
 		})
 	}
 }
 
 // TestAutoscalerEnv: the installed Deployment's autoscaler gets one
-// GOMAXPROCS, its CPU request rounded up.
+// GOMAXPROCS, its CPU request rounded up, and the GODEBUG that keeps Go's
+// monitor thread at its slowest poll.
 func TestAutoscalerEnv(t *testing.T) {
 	env, err := AutoscalerEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(env, []string{"GOMAXPROCS=1"}) {
-		t.Errorf("AutoscalerEnv() = %q, want [GOMAXPROCS=1] (manifests/autoscaler.yaml: GOMAXPROCS from a 50m request)", env)
+	want := []string{"GOMAXPROCS=1", "GODEBUG=schedtrace=2147483647"}
+	if !slices.Equal(env, want) {
+		t.Errorf("AutoscalerEnv() = %q, want %q (manifests/autoscaler.yaml: GOMAXPROCS from a 50m request, GODEBUG as written)", env, want)
 	}
 }

@@ -215,6 +215,7 @@ func TestChartHatches(t *testing.T) {
 			}
 			if h.name == "tidal-autoscaler" {
 				checkGOMAXPROCS(t, r.d.Spec.Template.Spec.Containers[0])
+				checkGODEBUG(t, r.d.Spec.Template.Spec.Containers[0])
 			}
 		}},
 		{"extraVolumes and extraVolumeMounts", func(t *testing.T, r rendered, h hatch) {
@@ -319,14 +320,32 @@ func TestChartHatchDefaults(t *testing.T) {
 
 // TestChartGOMAXPROCSGiven: a GOMAXPROCS in autoscaler.extraEnv replaces
 // the one from the CPU request (a list with the name twice would be
-// refused by server-side apply), and the rest of extraEnv stays.
+// refused by server-side apply), and the rest of extraEnv and the chart's
+// GODEBUG stay.
 func TestChartGOMAXPROCSGiven(t *testing.T) {
 	objs := helmTemplate(t, "--set", "autoscaler.extraEnv[0].name=GOMAXPROCS", "--set-string", "autoscaler.extraEnv[0].value=4",
 		"--set", "autoscaler.extraEnv[1].name=GOMEMLIMIT", "--set-string", "autoscaler.extraEnv[1].value=200MiB")
 	env := component(t, objs, "tidal-autoscaler").d.Spec.Template.Spec.Containers[0].Env
-	want := []corev1.EnvVar{{Name: "GOMAXPROCS", Value: "4"}, {Name: "GOMEMLIMIT", Value: "200MiB"}}
+	want := []corev1.EnvVar{{Name: "GODEBUG", Value: schedtraceGODEBUG}, {Name: "GOMAXPROCS", Value: "4"}, {Name: "GOMEMLIMIT", Value: "200MiB"}}
 	if !apiequality.Semantic.DeepEqual(env, want) {
 		t.Errorf("env %+v, want %+v", env, want)
+	}
+}
+
+// TestChartGODEBUGGiven: a GODEBUG in autoscaler.extraEnv replaces the
+// chart's (the user's list is theirs to complete), and GOMAXPROCS stays.
+func TestChartGODEBUGGiven(t *testing.T) {
+	objs := helmTemplate(t, "--set", "autoscaler.extraEnv[0].name=GODEBUG", "--set-string", "autoscaler.extraEnv[0].value=http2client=0\\,schedtrace=2147483647")
+	c := component(t, objs, "tidal-autoscaler").d.Spec.Template.Spec.Containers[0]
+	checkGOMAXPROCS(t, c)
+	var godebug []string
+	for _, e := range c.Env {
+		if e.Name == "GODEBUG" {
+			godebug = append(godebug, e.Value)
+		}
+	}
+	if want := []string{"http2client=0," + schedtraceGODEBUG}; !slices.Equal(godebug, want) {
+		t.Errorf("GODEBUG values %q, want %q (extraEnv's alone)", godebug, want)
 	}
 }
 
