@@ -404,15 +404,21 @@ const schedtraceGODEBUG = "schedtrace=2147483647"
 // checkGODEBUG: the autoscaler gets one GODEBUG, the schedtrace period.
 func checkGODEBUG(t *testing.T, c corev1.Container) {
 	t.Helper()
+	if values := envValues(c, "GODEBUG"); !slices.Equal(values, []string{schedtraceGODEBUG}) {
+		t.Errorf("env %+v: want one GODEBUG=%s", c.Env, schedtraceGODEBUG)
+	}
+}
+
+// envValues is the values of c's variables named name, in order (more
+// than one is a list server-side apply refuses).
+func envValues(c corev1.Container, name string) []string {
 	var values []string
 	for _, e := range c.Env {
-		if e.Name == "GODEBUG" {
+		if e.Name == name {
 			values = append(values, e.Value)
 		}
 	}
-	if !slices.Equal(values, []string{schedtraceGODEBUG}) {
-		t.Errorf("env %+v: want one GODEBUG=%s", c.Env, schedtraceGODEBUG)
-	}
+	return values
 }
 
 func checkRBAC(t *testing.T, objs []*unstructured.Unstructured, exp expectation) {

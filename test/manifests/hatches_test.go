@@ -338,13 +338,7 @@ func TestChartGODEBUGGiven(t *testing.T) {
 	objs := helmTemplate(t, "--set", "autoscaler.extraEnv[0].name=GODEBUG", "--set-string", "autoscaler.extraEnv[0].value=http2client=0\\,schedtrace=2147483647")
 	c := component(t, objs, "tidal-autoscaler").d.Spec.Template.Spec.Containers[0]
 	checkGOMAXPROCS(t, c)
-	var godebug []string
-	for _, e := range c.Env {
-		if e.Name == "GODEBUG" {
-			godebug = append(godebug, e.Value)
-		}
-	}
-	if want := []string{"http2client=0," + schedtraceGODEBUG}; !slices.Equal(godebug, want) {
+	if godebug, want := envValues(c, "GODEBUG"), []string{"http2client=0," + schedtraceGODEBUG}; !slices.Equal(godebug, want) {
 		t.Errorf("GODEBUG values %q, want %q (extraEnv's alone)", godebug, want)
 	}
 }
