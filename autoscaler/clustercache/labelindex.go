@@ -1,6 +1,8 @@
 package clustercache
 
 import (
+	"sync"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -22,9 +24,65 @@ func pairKey(key, value string) string { return key + "=" + value }
 // pods: "namespace/" and the pairKey, made as one string.
 func podIndexKey(namespace, key, value string) string { return namespace + "/" + key + "=" + value }
 
-// PodIndexers are the indexers SelectPods needs on the pod informer.
-func PodIndexers() cache.Indexers {
-	return cache.Indexers{podLabelIndex: podLabelIndexFunc}
+// PodIndex is the pod informer's label index (Indexers, for SelectPods)
+// and a generation for each namespace's pods, which changes whenever one
+// of them is added, changed or deleted: Selections reuses a selection
+// while it holds.
+//
+// The indexer calls the index function for the old and the new object of
+// every add, update and delete, under its lock, so the generation moves
+// with the change, before a reader can see it. A relist replaces the
+// whole store and calls it only for the objects it keeps; the informer
+// then reports each object it dropped as deleted, and Handler moves their
+// namespaces' generations.
+type PodIndex struct {
+	mu sync.Mutex
+	// last is the generation of the latest change, in any namespace: each
+	// change takes a new one, so a namespace never returns to a value it
+	// had.
+	last uint64
+	gens map[string]uint64
+}
+
+// NewPodIndex returns an index whose namespaces are all at generation 0.
+func NewPodIndex() *PodIndex { return &PodIndex{gens: map[string]uint64{}} }
+
+// Indexers are the indexers SelectPods needs on the pod informer.
+func (x *PodIndex) Indexers() cache.Indexers {
+	return cache.Indexers{podLabelIndex: func(obj any) ([]string, error) {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			x.changed(pod.Namespace)
+		}
+		return podLabelIndexFunc(obj)
+	}}
+}
+
+// Handler is the pod informer's event handler that moves a namespace's
+// generation when a relist drops one of its pods.
+func (x *PodIndex) Handler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if pod, ok := obj.(*corev1.Pod); ok {
+			x.changed(pod.Namespace)
+		}
+	}}
+}
+
+func (x *PodIndex) changed(namespace string) {
+	x.mu.Lock()
+	x.last++
+	x.gens[namespace] = x.last
+	x.mu.Unlock()
+}
+
+// Generation is the namespace's: equal values mean no pod of it was
+// added, changed or deleted in between.
+func (x *PodIndex) Generation(namespace string) uint64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.gens[namespace]
 }
 
 func podLabelIndexFunc(obj any) ([]string, error) {

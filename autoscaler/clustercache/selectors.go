@@ -20,6 +20,8 @@ import (
 type SelectorTracker struct {
 	mu         sync.RWMutex
 	namespaces map[string]*namespaceSelectors
+	// last is the generation of the latest change (see Generation).
+	last uint64
 }
 
 type namespaceSelectors struct {
@@ -32,6 +34,9 @@ type namespaceSelectors struct {
 	// whose selector requires none.
 	byPair map[string]map[string]struct{}
 	noPair map[string]struct{}
+	// gen is the tracker's generation when a selector of the namespace
+	// last changed.
+	gen uint64
 }
 
 // NewSelectorTracker returns an empty tracker.
@@ -88,6 +93,8 @@ func (t *SelectorTracker) PutIfAbsent(namespace, key string, sel labels.Selector
 		return false
 	}
 	ns.put(key, sel)
+	t.last++
+	ns.gen = t.last
 	return true
 }
 
@@ -122,7 +129,22 @@ func (t *SelectorTracker) Parse(namespace, key, raw string) (sel labels.Selector
 	}
 	ns.put(key, sel)
 	ns.parsedFrom[key] = raw
+	t.last++
+	ns.gen = t.last
 	return sel, true, nil
+}
+
+// Generation is the namespace's: equal values mean no selector of it was
+// registered, changed or deleted in between. Generations come from one
+// count for the whole tracker, so a namespace emptied and registered
+// again does not return to an earlier one.
+func (t *SelectorTracker) Generation(namespace string) uint64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if ns := t.namespaces[namespace]; ns != nil {
+		return ns.gen
+	}
+	return 0
 }
 
 // Count returns the number of autoscalers registered in the namespace.
@@ -170,6 +192,8 @@ func (t *SelectorTracker) Delete(namespace, key string) bool {
 	ns.unindex(key, sel)
 	delete(ns.byKey, key)
 	delete(ns.parsedFrom, key)
+	t.last++
+	ns.gen = t.last
 	if len(ns.byKey) == 0 {
 		delete(t.namespaces, namespace)
 	}

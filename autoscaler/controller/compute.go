@@ -55,20 +55,20 @@ type metricsResult struct {
 // metric of specs (upstream's computeReplicasForMetrics). Failures emit
 // their Warning events here, in upstream's order.
 func (r *reconciler) computeMetrics(ctx context.Context, obj source.Object, key string, sc *autoscalingv1.Scale, specs []autoscalingv2.MetricSpec, tol replicas.Tolerances, now time.Time) metricsResult {
-	sel, pods, fail := r.validateSelector(obj, key, sc.Status.Selector)
+	sel, picked, fail := r.validateSelector(obj, key, sc.Status.Selector)
 	if fail != nil {
 		return metricsResult{combined: *fail}
 	}
 	run := metricsRun{
 		obj: obj, key: key,
 		specReplicas: sc.Spec.Replicas, statusReplicas: sc.Status.Replicas,
-		selector: sel, pods: r.converted.Convert(pods), tolerances: tol, now: now,
+		selector: sel, pods: picked.Converted, tolerances: tol, now: now,
 	}
 	res := metricsResult{
 		statuses: make([]autoscalingv2.MetricStatus, len(specs)),
 		outcomes: make([]decision.MetricOutcome, len(specs)),
 		samples:  make([]replicas.PodSamples, len(specs)),
-		pods:     run.pods, v1Pods: pods,
+		pods:     run.pods, v1Pods: picked.Pods,
 	}
 	for i, spec := range specs {
 		start := time.Now()
@@ -109,11 +109,11 @@ func metricErrorLabel(o decision.MetricOutcome) string {
 }
 
 // validateSelector parses the scale's selector, records it for overlap
-// detection and lists the pods it selects. On failure it emits the
+// detection and selects its pods. On failure it emits the
 // Warning event and returns the fatal metrics result (ScalingActive=False
 // with upstream's reason, except for an object deleted meanwhile, which
 // gets no condition).
-func (r *reconciler) validateSelector(obj source.Object, key, selector string) (labels.Selector, []*corev1.Pod, *decision.Combined) {
+func (r *reconciler) validateSelector(obj source.Object, key, selector string) (labels.Selector, *clustercache.Selection, *decision.Combined) {
 	fatal := func(c *decision.Condition, err error) *decision.Combined {
 		return &decision.Combined{Replicas: -1, Err: err, ScalingActive: c}
 	}
@@ -134,17 +134,17 @@ func (r *reconciler) validateSelector(obj source.Object, key, selector string) (
 	if !registered {
 		return nil, nil, fatal(nil, fmt.Errorf("HPA %s was deleted during reconciliation", key))
 	}
-	pods, err := clustercache.SelectPods(r.pods, ns, sel)
+	picked, err := r.selections.Select(ns, key, selector, sel)
 	if err != nil {
 		return nil, nil, fatal(nil, err)
 	}
-	if others := r.selectors.Matching(ns, pods, 2); len(others) > 1 {
+	if others := picked.Matching; len(others) > 1 {
 		msg := decision.AmbiguousSelectorMessage(selector, others)
 		r.recorder.Event(obj.Runtime(), corev1.EventTypeWarning, "AmbiguousSelector", msg)
 		c := decision.AmbiguousSelector(msg)
 		return nil, nil, fatal(&c, errors.New(msg))
 	}
-	return sel, pods, nil
+	return sel, picked, nil
 }
 
 // computeMetric computes one metric: its outcome, when valid its

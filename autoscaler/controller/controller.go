@@ -133,8 +133,12 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if err := o.Pods.Informer().AddIndexers(clustercache.PodIndexers()); err != nil {
+	podIndex := clustercache.NewPodIndex()
+	if err := o.Pods.Informer().AddIndexers(podIndex.Indexers()); err != nil {
 		return nil, fmt.Errorf("indexing pods by label: %w", err)
+	}
+	if _, err := o.Pods.Informer().AddEventHandler(podIndex.Handler()); err != nil {
+		return nil, fmt.Errorf("watching pod deletions: %w", err)
 	}
 	if o.Monitor == nil {
 		o.Monitor, _ = monitor.New(nil, nil)
@@ -146,13 +150,15 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 	if o.Handover != nil {
 		refresh = 0
 	}
+	selectors := clustercache.NewSelectorTracker()
 	c := &Controller{
 		handover: o.Handover,
 		logger:   klog.FromContext(ctx),
 		r: &reconciler{
-			source: o.Source, pods: o.Pods.Informer().GetIndexer(), converted: clustercache.NewPodConversions(), scales: &scaler{scales: o.Scales, mapper: o.Mapper, cache: o.ScaleCache},
+			source: o.Source, selections: clustercache.NewSelections(podIndex, o.Pods.Informer().GetIndexer(), selectors, clustercache.NewPodConversions()),
+			scales:  &scaler{scales: o.Scales, mapper: o.Mapper, cache: o.ScaleCache},
 			metrics: o.Metrics, recorder: o.Recorder, monitor: o.Monitor, cfg: o.Decision,
-			clock: o.Clock, history: history.NewStore(refresh), selectors: clustercache.NewSelectorTracker(),
+			clock: o.Clock, history: history.NewStore(refresh), selectors: selectors,
 			podClient: o.PodClient, deployment: o.ScaleCache.Deployment,
 			statusInterval: o.StatusMetricsMinInterval, statusWrites: newStatusWrites(o.SyncPeriod),
 			otherHPAs: o.OtherHPAs, writers: o.StatusWriters,
@@ -370,6 +376,7 @@ func (c *Controller) delete(obj any) {
 	c.cadence.forget(key)
 	c.visits.forget(key)
 	c.r.statusWrites.forget(key)
+	c.r.selections.Forget(key)
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
 	if c.r.selectors.Delete(ns, key) {
 		c.r.monitor.AutoscalerDeleted()

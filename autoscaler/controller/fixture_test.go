@@ -127,6 +127,9 @@ type fixture struct {
 	reg *prometheus.Registry
 	// writers is the native mode's guard (world.guard).
 	writers *guard.StatusWriters
+	// pods is the pod informer's indexer, which tests change as a
+	// watch would.
+	pods cache.Indexer
 }
 
 func newFixture(t *testing.T, mode source.Mode, w world, hpas ...*autoscalingv2.HorizontalPodAutoscaler) *fixture {
@@ -185,8 +188,9 @@ func newFixture(t *testing.T, mode source.Mode, w world, hpas ...*autoscalingv2.
 	case w.guard:
 		f.writers = guard.NewStatusWriters(source.FieldManager, time.Minute, testingclock.NewFakePassiveClock(now))
 	}
+	f.pods = factory.Core().V1().Pods().Informer().GetIndexer()
 	for _, p := range w.pods {
-		must(t, factory.Core().V1().Pods().Informer().GetIndexer().Add(p))
+		must(t, f.pods.Add(p))
 	}
 
 	switch mode {

@@ -70,19 +70,18 @@ func defaultMetrics() []autoscalingv2.MetricSpec {
 // reconcileAutoscaler does.
 type reconciler struct {
 	source source.Source
-	// pods is the pod informer's indexer, with clustercache.PodIndexers.
-	pods cache.Indexer
-	// converted holds the pods' conversions for the arithmetic, one per
-	// cached pod object.
-	converted *clustercache.PodConversions
-	scales    *scaler
-	metrics   metrics.Client
-	recorder  record.EventRecorder
-	monitor   *monitor.Monitor
-	cfg       decision.Config
-	clock     clock.PassiveClock
-	history   *history.Store
-	selectors *clustercache.SelectorTracker
+	// selections selects each autoscaler's pods from the pod informer's
+	// indexer (with clustercache.PodIndex's Indexers) and converts them
+	// for the arithmetic.
+	selections *clustercache.Selections
+	scales     *scaler
+	metrics    metrics.Client
+	recorder   record.EventRecorder
+	monitor    *monitor.Monitor
+	cfg        decision.Config
+	clock      clock.PassiveClock
+	history    *history.Store
+	selectors  *clustercache.SelectorTracker
 	// podClient writes pod deletion costs (spec.scaleDownPodSelection);
 	// deployment reads a target Deployment's rollout state
 	// (spec.holdScaleDownDuringRollout), false when unknown.
@@ -112,6 +111,7 @@ func (r *reconciler) reconcileKey(ctx context.Context, key string, stamp time.Ti
 		klog.FromContext(ctx).V(2).Info("Autoscaler has been deleted", "kind", r.source.Kind(), "autoscaler", klog.KRef(namespace, name))
 		r.history.Forget(key)
 		r.statusWrites.forget(key)
+		r.selections.Forget(key)
 		if r.writers != nil {
 			r.writers.Forget(key)
 		}

@@ -9,6 +9,7 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/apis/autoscaling/v1alpha1"
@@ -307,6 +308,50 @@ func TestAmbiguousSelector(t *testing.T) {
 			}
 			if !hasEvent(f.events(), "Warning AmbiguousSelector pods by selector app=web are controlled by more than one HPA") {
 				t.Error("no AmbiguousSelector event")
+			}
+		})
+	}
+}
+
+// TestPodChangesReachTheNextReconcile: the pods a reconcile selected are
+// not reused once a pod of the namespace was added, changed or deleted
+// (clustercache.Selections): each change shows in the next reconcile's
+// utilization. web-3's metrics are listed throughout; it counts while
+// its pod exists and requests cpu.
+func TestPodChangesReachTheNextReconcile(t *testing.T) {
+	steps := []struct {
+		name   string
+		change func(t *testing.T, pods cache.Indexer)
+		want   int32
+	}{
+		{name: "three pods", change: func(*testing.T, cache.Indexer) {}, want: 50},
+		{name: "a pod added", want: 87, change: func(t *testing.T, pods cache.Indexer) {
+			must(t, pods.Add(newPod("web-3", 1000)))
+		}},
+		{name: "a pod changed", want: 70, change: func(t *testing.T, pods cache.Indexer) {
+			must(t, pods.Update(newPod("web-3", 2000)))
+		}},
+		{name: "a pod deleted", want: 50, change: func(t *testing.T, pods cache.Indexer) {
+			must(t, pods.Delete(newPod("web-3", 2000)))
+		}},
+	}
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			w := world{scale: newScale(3, 3, "app=web"), pods: pods(1000, 1000, 1000), podMetrics: milliByPod(500, 500, 500, 2000)}
+			f := newFixture(t, mode, w, newHPA("web", nil, 10, cpuUtilization(100)))
+			for _, step := range steps {
+				step.change(t, f.pods)
+				if err := f.reconcile("web"); err != nil {
+					t.Fatalf("%s: %v", step.name, err)
+				}
+				f.sync("web")
+				cur := f.stored("web").HPAStatus().CurrentMetrics
+				if len(cur) != 1 || cur[0].Resource == nil || cur[0].Resource.Current.AverageUtilization == nil {
+					t.Fatalf("%s: current metrics %+v", step.name, cur)
+				}
+				if got := *cur[0].Resource.Current.AverageUtilization; got != step.want {
+					t.Errorf("%s: utilization %d%%, want %d%%", step.name, got, step.want)
+				}
 			}
 		})
 	}

@@ -65,7 +65,7 @@ type namespaceList struct {
 	items  []replicas.PodUsage
 	labels []map[string]string
 	// byLabel indexes items by each of their labels, as
-	// clustercache.PodIndexers does pods (keyed by the label itself, not
+	// clustercache.PodIndex does pods (keyed by the label itself, not
 	// its "key=value" string, which cost a string per label per list).
 	byLabel map[clustercache.Pair][]int
 	at      time.Time
