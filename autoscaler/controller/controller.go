@@ -137,7 +137,8 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 	if err := o.Pods.Informer().AddIndexers(podIndex.Indexers()); err != nil {
 		return nil, fmt.Errorf("indexing pods by label: %w", err)
 	}
-	if _, err := o.Pods.Informer().AddEventHandler(podIndex.Handler()); err != nil {
+	// No resync: the handler reads only deletions.
+	if _, err := o.Pods.Informer().AddEventHandlerWithResyncPeriod(podIndex.Handler(), 0); err != nil {
 		return nil, fmt.Errorf("watching pod deletions: %w", err)
 	}
 	if o.Monitor == nil {
