@@ -93,8 +93,7 @@ func (t *SelectorTracker) PutIfAbsent(namespace, key string, sel labels.Selector
 		return false
 	}
 	ns.put(key, sel)
-	t.last++
-	ns.gen = t.last
+	t.changed(ns)
 	return true
 }
 
@@ -129,9 +128,14 @@ func (t *SelectorTracker) Parse(namespace, key, raw string) (sel labels.Selector
 	}
 	ns.put(key, sel)
 	ns.parsedFrom[key] = raw
+	t.changed(ns)
+	return sel, true, nil
+}
+
+// changed gives ns the tracker's next generation; callers hold t.mu.
+func (t *SelectorTracker) changed(ns *namespaceSelectors) {
 	t.last++
 	ns.gen = t.last
-	return sel, true, nil
 }
 
 // Generation is the namespace's: equal values mean no selector of it was
@@ -192,8 +196,7 @@ func (t *SelectorTracker) Delete(namespace, key string) bool {
 	ns.unindex(key, sel)
 	delete(ns.byKey, key)
 	delete(ns.parsedFrom, key)
-	t.last++
-	ns.gen = t.last
+	t.changed(ns)
 	if len(ns.byKey) == 0 {
 		delete(t.namespaces, namespace)
 	}
