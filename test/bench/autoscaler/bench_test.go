@@ -92,7 +92,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
@@ -613,39 +612,42 @@ func createWorkload(ctx context.Context, c kubernetes.Interface, node string, cf
 	}
 }
 
-// jitterUsage moves every pod's cpu usage every 3 s between 46m and 54m
-// (46-54% of its request, inside the tolerance of a 50% target): in step
-// e, the pod of rank r in namespace n uses 46 + (e+n+r) mod 9 milli-cpu.
-// The sum over a Deployment's pods (5 by default) then differs between
-// any two steps 4, 5 or 6 apart (a sync period is 5 steps), so every
-// reconcile sees a new average and writes a status. (Random values, shared by all the
-// Deployments of a namespace, left a namespace's 100 statuses unchanged
-// whenever two draws had the same sum: the status writes per period
-// varied by a sixth between phases of one run.) With cfg.steady every
-// pod stays at 50m.
+// jitterUsage moves every pod's cpu usage every half sync period between
+// 46m and 54m (46-54% of its request, inside the tolerance of a 50%
+// target): in step e every pod of namespace n uses usageMilli(e+n), so
+// that every reconcile sees a new usage and writes a status (the moving
+// rows measure that). The pods of a Deployment share one value because
+// both controllers average their usage in whole millicores (upstream's
+// GetResourceUtilizationRatio): with values that differed by rank, the
+// truncated averages of two steps a period apart were equal in one step
+// of nine, and a tenth of the reconciles at 1,000 autoscalers wrote
+// nothing on either side. A reconcile comes at least 0.9 periods (1.8
+// steps) after the one before, so it sees another value unless it comes
+// 9 steps (4.5 periods) later or a multiple of that (with steps of 3 s,
+// the step before, 27 s). With cfg.steady every pod stays at 50m.
 func jitterUsage(ctx context.Context, m *metricsserver.Server, cfg config) {
 	for step := 0; ; step++ {
 		for ns := range cfg.namespaces {
-			vals := make([]*resource.Quantity, cfg.pods)
-			for rank := range vals {
-				milli := 46 + usageStep(step+ns+rank)
-				if cfg.steady {
-					milli = 50
-				}
-				vals[rank] = metricsserver.Q(fmt.Sprintf("%dm", milli))
+			milli := usageMilli(step + ns)
+			if cfg.steady {
+				milli = 50
 			}
-			m.SetPodUsage(fmt.Sprintf("bench-%d", ns), labels.Everything(), "app", corev1.ResourceCPU, vals...)
+			m.SetPodUsage(fmt.Sprintf("bench-%d", ns), labels.Everything(), "app", corev1.ResourceCPU, metricsserver.Q(fmt.Sprintf("%dm", milli)))
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(3 * time.Second):
+		case <-time.After(usageStepEvery(syncPeriod)):
 		}
 	}
 }
 
-// usageStep is i mod 9, in [0, 9).
-func usageStep(i int) int { return i % 9 }
+// usageMilli is every pod's usage in step i, in millicores: 46 + i mod 9,
+// a value no step 1 to 8 steps before or after it has.
+func usageMilli(i int) int { return 46 + i%9 }
+
+// usageStepEvery is how long each usage step lasts: half the sync period.
+func usageStepEvery(period time.Duration) time.Duration { return period / 2 }
 
 // spec is every autoscaler's spec: cpu utilization 50%, 1..10 replicas.
 func spec(t target) autoscalingv2.HorizontalPodAutoscalerSpec {
