@@ -623,8 +623,8 @@ func createWorkload(ctx context.Context, c kubernetes.Interface, node string, cf
 // of nine, and a tenth of the reconciles at 1,000 autoscalers wrote
 // nothing on either side. A reconcile comes at least 0.9 periods (1.8
 // steps) after the one before, so it sees another value unless it comes
-// 9 steps (4.5 periods) later or a multiple of that (with steps of 3 s,
-// the step before, 27 s). With cfg.steady every pod stays at 50m.
+// 9 steps (4.5 periods) later or a multiple of that; the earlier steps of
+// 3 s repeated every 27 s. With cfg.steady every pod stays at 50m.
 func jitterUsage(ctx context.Context, m *metricsserver.Server, cfg config) {
 	for step := 0; ; step++ {
 		for ns := range cfg.namespaces {
