@@ -7,11 +7,11 @@
 //   - AUTOSCALERS Deployments of PODS kwok pods each (cpu request 100m),
 //     spread over NAMESPACES namespaces; PodMetrics from the test metrics
 //     server (test/metricsserver) through the aggregator, every pod's cpu
-//     usage changing every few seconds around 50% of its request, so every
+//     usage changing every half period around 5 times its request, so every
 //     reconcile sees new values (and writes a status) but never rescales.
 //   - Phase tidal: `tidal autoscaler` with its default flags but the
 //     client limit (QPS) reconciles one HorizontalAutoscaler per
-//     Deployment (cpu utilization 50%).
+//     Deployment (cpu utilization 500%, see targetUtilization).
 //   - Phase kcm: the HPA-only kube-controller-manager reconciles one native
 //     HPA per Deployment, with its client limit raised to the same QPS so
 //     that it can do the same work; with its default 20 QPS it cannot.
@@ -52,7 +52,7 @@
 // of that with --sharding; a
 // phase named twice reports its mean, so "tidal,baseline,baseline,tidal"
 // evens out the order), TIDAL_BENCH_SHARDS (3, the replicas of tidal-sharded),
-// TIDAL_BENCH_USAGE ("moving"; "steady": every pod at 50m throughout, so
+// TIDAL_BENCH_USAGE ("moving"; "steady": every pod at 500m throughout, so
 // statuses stop changing after the first reconcile; tidal runs with leader
 // election, so it writes no history refresh either),
 // TIDAL_BENCH_PROFILE (a file: tidal runs with --profiling and a CPU
@@ -613,7 +613,7 @@ func createWorkload(ctx context.Context, c kubernetes.Interface, node string, cf
 }
 
 // jitterUsage moves every pod's cpu usage every half sync period between
-// 46m and 54m (46-54% of its request, inside the tolerance of a 50%
+// 455m and 545m (455-545% of its request, inside the tolerance of the
 // target): in step e every pod of namespace n uses usageMilli(e+n), so
 // that every reconcile sees a new usage and writes a status (the moving
 // rows measure that). The pods of a Deployment share one value because
@@ -623,14 +623,14 @@ func createWorkload(ctx context.Context, c kubernetes.Interface, node string, cf
 // of nine, and a tenth of the reconciles at 1,000 autoscalers wrote
 // nothing on either side. A reconcile comes at least 0.9 periods (1.8
 // steps) after the one before, so it sees another value unless it comes
-// 9 steps (4.5 periods) later or a multiple of that; the earlier steps of
-// 3 s repeated every 27 s. With cfg.steady every pod stays at 50m.
+// a whole cycle of usageValues steps (45.5 periods) later. With
+// cfg.steady every pod stays at 500m.
 func jitterUsage(ctx context.Context, m *metricsserver.Server, cfg config) {
 	for step := 0; ; step++ {
 		for ns := range cfg.namespaces {
 			milli := usageMilli(step + ns)
 			if cfg.steady {
-				milli = 50
+				milli = targetUtilization * requestMilli / 100
 			}
 			m.SetPodUsage(fmt.Sprintf("bench-%d", ns), labels.Everything(), "app", corev1.ResourceCPU, metricsserver.Q(fmt.Sprintf("%dm", milli)))
 		}
@@ -642,14 +642,33 @@ func jitterUsage(ctx context.Context, m *metricsserver.Server, cfg config) {
 	}
 }
 
-// usageMilli is every pod's usage in step i, in millicores: 46 + i mod 9,
-// a value no step 1 to 8 steps before or after it has.
-func usageMilli(i int) int { return 46 + i%9 }
+// targetUtilization is every autoscaler's cpu target, in percent of the
+// pods' 100m request. It is above 100% (pods may use more than they
+// request) so that the tolerance (10%) holds usageValues whole-millicore
+// usages. A 50% target held 9, so the usage repeated every 9 steps (4.5
+// periods, 67.5 s): at 10,000 autoscalers kcm visits an object every 70
+// to 87 s, and a third of its visits (2026-12-07 11:43 UTC) saw the usage
+// of the visit before and wrote nothing.
+const targetUtilization = 500
+
+// requestMilli is every pod's cpu request (harness.Deployment's), in
+// millicores.
+const requestMilli = 100
+
+// usageLow and usageValues are the usages the steps cycle through, in
+// millicores: usageLow up to usageLow+usageValues-1 (455m to 545m, 0.91
+// to 1.09 of the target).
+const usageLow, usageValues = 455, 91
+
+// usageMilli is every pod's usage in step i, in millicores: a value no
+// step 1 to usageValues-1 steps before or after it has.
+func usageMilli(i int) int { return usageLow + i%usageValues }
 
 // usageStepEvery is how long each usage step lasts: half the sync period.
 func usageStepEvery(period time.Duration) time.Duration { return period / 2 }
 
-// spec is every autoscaler's spec: cpu utilization 50%, 1..10 replicas.
+// spec is every autoscaler's spec: cpu utilization targetUtilization,
+// 1..10 replicas.
 func spec(t target) autoscalingv2.HorizontalPodAutoscalerSpec {
 	return autoscalingv2.HorizontalPodAutoscalerSpec{
 		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: t.name},
@@ -659,7 +678,7 @@ func spec(t target) autoscalingv2.HorizontalPodAutoscalerSpec {
 			Type: autoscalingv2.ResourceMetricSourceType,
 			Resource: &autoscalingv2.ResourceMetricSource{
 				Name:   corev1.ResourceCPU,
-				Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](50)},
+				Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](targetUtilization)},
 			},
 		}},
 	}

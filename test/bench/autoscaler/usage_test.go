@@ -1,6 +1,7 @@
 package autoscaler
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -12,7 +13,7 @@ import (
 // 1.1 periods after the one before when every object is reconciled each
 // period, and later in the rows that cannot reconcile every object.
 func TestUsageMovesEveryReconcile(t *testing.T) {
-	const pods, requestMilli = 5, 100
+	const pods = 5
 	type seen struct{ utilization, average int64 }
 	status := func(step int) seen {
 		var total int64
@@ -31,13 +32,17 @@ func TestUsageMovesEveryReconcile(t *testing.T) {
 		{"one period, on the beat", period},
 		{"1.1 periods, joining the beat", period * 11 / 10},
 		{"three periods, a fleet reconciled every third period", 3 * period},
-		{"four periods", 4 * period},
+		{"4.5 periods, the cycle of the 9 usages of a 50% target", period * 9 / 2},
+		{"70 s, kcm's visits at 10,000 autoscalers", 70 * time.Second},
+		{"87 s, kcm's slowest round at 10,000 autoscalers", 87 * time.Second},
+		{"twelve periods", 12 * period},
+		{"45 periods, within one cycle", 45 * period},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The interval spans floor or ceil of interval/step steps,
 			// depending on where in its step the first reconcile fell.
 			gaps := []int{int(tc.interval / step), int((tc.interval + step - 1) / step)}
-			for start := range 9 {
+			for start := range usageValues {
 				for _, gap := range gaps {
 					if gap == 0 {
 						t.Fatalf("interval %s is within one step of %s", tc.interval, step)
@@ -49,9 +54,19 @@ func TestUsageMovesEveryReconcile(t *testing.T) {
 			}
 		})
 	}
-	for i := range 9 {
-		if u := usageMilli(i); u < 46 || u > 54 {
-			t.Errorf("step %d: %dm is outside 46m..54m, the tolerance of a 50%% target", i, u)
+}
+
+// No usage rescales: each is within the 10% tolerance of the target, as
+// upstream compares them (|1 - utilization/target| <= tolerance, in
+// float64).
+func TestUsageWithinTolerance(t *testing.T) {
+	for i := range usageValues {
+		utilization := usageMilli(i) * 100 / requestMilli
+		if ratio := float64(utilization) / float64(targetUtilization); math.Abs(1.0-ratio) > 0.1 {
+			t.Errorf("step %d: %dm, utilization %d%%, is %.3f of the %d%% target: outside the tolerance", i, usageMilli(i), utilization, ratio, targetUtilization)
 		}
+	}
+	if steady := targetUtilization * requestMilli / 100; steady*100/requestMilli != targetUtilization {
+		t.Errorf("the steady usage %dm is not the target %d%%", steady, targetUtilization)
 	}
 }
