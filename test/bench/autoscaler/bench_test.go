@@ -630,7 +630,7 @@ func jitterUsage(ctx context.Context, m *metricsserver.Server, cfg config) {
 		for ns := range cfg.namespaces {
 			milli := usageMilli(step + ns)
 			if cfg.steady {
-				milli = targetUtilization * requestMilli / 100
+				milli = steadyMilli
 			}
 			m.SetPodUsage(fmt.Sprintf("bench-%d", ns), labels.Everything(), "app", corev1.ResourceCPU, metricsserver.Q(fmt.Sprintf("%dm", milli)))
 		}
@@ -651,9 +651,13 @@ func jitterUsage(ctx context.Context, m *metricsserver.Server, cfg config) {
 // of the visit before and wrote nothing.
 const targetUtilization = 500
 
-// requestMilli is every pod's cpu request (harness.Deployment's), in
-// millicores.
-const requestMilli = 100
+// requestMilli is every pod's cpu request, in millicores: read from
+// harness.Deployment, which sets it, so that the usages below are checked
+// against the request the pods have (TestUsageWithinTolerance).
+var requestMilli = int(harness.Deployment("", "", 1).Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().MilliValue())
+
+// steadyMilli is every pod's usage with cfg.steady: the target exactly.
+var steadyMilli = targetUtilization * requestMilli / 100
 
 // usageLow and usageValues are the usages the steps cycle through, in
 // millicores: usageLow up to usageLow+usageValues-1 (455m to 545m, 0.91

@@ -1,9 +1,10 @@
 package autoscaler
 
 import (
-	"math"
 	"testing"
 	"time"
+
+	"github.com/tidal-autoscaler/tidal/autoscaler/replicas"
 )
 
 // Every reconcile must see a new usage, as both controllers' arithmetic
@@ -20,7 +21,7 @@ func TestUsageMovesEveryReconcile(t *testing.T) {
 		for range pods {
 			total += int64(usageMilli(step))
 		}
-		return seen{total * 100 / (pods * requestMilli), total / pods}
+		return seen{total * 100 / int64(pods*requestMilli), total / pods}
 	}
 	period := 15 * time.Second
 	step := usageStepEvery(period)
@@ -56,17 +57,17 @@ func TestUsageMovesEveryReconcile(t *testing.T) {
 	}
 }
 
-// No usage rescales: each is within the 10% tolerance of the target, as
-// upstream compares them (|1 - utilization/target| <= tolerance, in
-// float64).
+// No usage rescales: each is within the default tolerance of the target,
+// as the autoscaler's own check (replicas.Tolerances.Within) decides.
 func TestUsageWithinTolerance(t *testing.T) {
+	tolerance := replicas.NewTolerances(replicas.DefaultTolerance, nil, nil)
 	for i := range usageValues {
 		utilization := usageMilli(i) * 100 / requestMilli
-		if ratio := float64(utilization) / float64(targetUtilization); math.Abs(1.0-ratio) > 0.1 {
+		if ratio := float64(utilization) / float64(targetUtilization); !tolerance.Within(ratio) {
 			t.Errorf("step %d: %dm, utilization %d%%, is %.3f of the %d%% target: outside the tolerance", i, usageMilli(i), utilization, ratio, targetUtilization)
 		}
 	}
-	if steady := targetUtilization * requestMilli / 100; steady*100/requestMilli != targetUtilization {
-		t.Errorf("the steady usage %dm is not the target %d%%", steady, targetUtilization)
+	if steadyMilli*100/requestMilli != targetUtilization {
+		t.Errorf("the steady usage %dm is not the target %d%%", steadyMilli, targetUtilization)
 	}
 }
