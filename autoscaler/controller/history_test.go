@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/behavior"
+	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
 )
 
@@ -219,13 +220,15 @@ func TestHistoryWrittenWithStatus(t *testing.T) {
 				wantWrites int
 				// wantNewest is the newest persisted recommendation's time.
 				wantNewest time.Duration
+				// wantHistoryWrites counts the writes made for the history.
+				wantHistoryWrites float64
 			}{
 				{name: "first reconcile: status and history", at: 0, wantWrites: 1, wantNewest: 0},
 				{name: "same time, same status: nothing", at: 0, wantWrites: 1, wantNewest: 0},
 				{name: "newest moved 15s, status unchanged: nothing", at: 15 * time.Second, wantWrites: 1, wantNewest: 0},
 				{name: "newest moved 45s: nothing", at: 45 * time.Second, wantWrites: 1, wantNewest: 0},
-				{name: "newest moved 60s (history.DefaultRefresh): history alone", at: 60 * time.Second, wantWrites: 2, wantNewest: 60 * time.Second},
-				{name: "status changes: history goes with it", at: 75 * time.Second, rps: 10500, wantWrites: 3, wantNewest: 75 * time.Second},
+				{name: "newest moved 60s (history.DefaultRefresh): history alone", at: 60 * time.Second, wantWrites: 2, wantNewest: 60 * time.Second, wantHistoryWrites: 1},
+				{name: "status changes: history goes with it", at: 75 * time.Second, rps: 10500, wantWrites: 3, wantNewest: 75 * time.Second, wantHistoryWrites: 1},
 			}
 			for _, st := range steps {
 				if st.rps != 0 {
@@ -238,6 +241,10 @@ func TestHistoryWrittenWithStatus(t *testing.T) {
 				f.sync("web")
 				if n := f.statusUpdates(); n != st.wantWrites {
 					t.Fatalf("%s: status writes = %d, want %d", st.name, n, st.wantWrites)
+				}
+				// The write of the history alone is counted as such.
+				if got := metricValue(t, f.reg, "tidal_autoscaler_status_writes_total", map[string]string{"reason": monitor.WriteHistory}); got != st.wantHistoryWrites {
+					t.Fatalf("%s: status_writes_total{reason=history} = %v, want %v", st.name, got, st.wantHistoryWrites)
 				}
 				h, err := behavior.Decode(f.stored("web").PersistedHistory())
 				must(t, err)

@@ -435,7 +435,12 @@ func (r *reconciler) writeStatus(ctx context.Context, s *step, why *v1alpha1.Dec
 	if !changed && persist != history.PersistNow {
 		return nil
 	}
-	if r.deferStatus(s, persist) {
+	// Whether only metric values changed is asked only with the interval
+	// set: the comparison (7 µs, 97 allocations) would be 2% of a
+	// reconcile whose every status changes (BenchmarkMetricValuesOnly).
+	told := r.statusInterval > 0
+	valuesOnly := told && changed && status.MetricValuesOnly(s.obj, s.original)
+	if r.deferStatus(s, persist, valuesOnly) {
 		r.monitor.StatusWriteDeferred()
 		return nil
 	}
@@ -449,6 +454,7 @@ func (r *reconciler) writeStatus(ctx context.Context, s *step, why *v1alpha1.Dec
 		return fmt.Errorf("failed to update status for %s: %w", s.obj.GetName(), err)
 	}
 	r.wroteStatus(s)
+	r.monitor.StatusWritten(writeReason(changed, told, valuesOnly, persist))
 	if persist != history.PersistNone {
 		s.history.PersistedAs(compacted, value)
 	}

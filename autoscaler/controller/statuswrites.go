@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/history"
-	"github.com/tidal-autoscaler/tidal/autoscaler/status"
+	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 )
 
 // --status-metrics-min-interval (Options.StatusMetricsMinInterval): a
@@ -141,17 +141,18 @@ func writeQuota(n int, period, interval time.Duration) int {
 }
 
 // deferStatus reports whether this reconcile's status write is left out:
-// the interval is set, the status changed in metric values only, the history
+// the interval is set, the status changed in metric values only
+// (valuesOnly: status.MetricValuesOnly), the history
 // need not be persisted now, and the last write was less than the interval
 // ago, or exactly the interval ago with its namespace's quota of writes
 // at this beat already taken (statusWrites).
-func (r *reconciler) deferStatus(s *step, persist history.Persistence) bool {
+func (r *reconciler) deferStatus(s *step, persist history.Persistence, valuesOnly bool) bool {
 	if r.statusInterval <= 0 {
 		return false
 	}
 	at, ns, period := s.recordTime(), s.obj.GetNamespace(), r.statusWrites.period
 	onBeat := period > 0 && untilBeat(at, period, namespaceBeat(ns, period)) == 0
-	if persist == history.PersistNow || !status.MetricValuesOnly(s.obj, s.original) {
+	if persist == history.PersistNow || !valuesOnly {
 		if onBeat {
 			r.statusWrites.take(ns, at, false, 0)
 		}
@@ -166,6 +167,29 @@ func (r *reconciler) deferStatus(s *step, persist history.Persistence) bool {
 	}
 	quota := writeQuota(r.selectors.Count(ns), period, r.statusInterval)
 	return !r.statusWrites.take(ns, at, mayWait(last, known, at, r.statusInterval), quota)
+}
+
+// writeReason is the reason label of a status write (monitor.Write*):
+// changed says whether the status differs from the one read, told
+// whether valuesOnly was asked (status.MetricValuesOnly: only
+// status.currentMetrics values differ), persist how much the history
+// must be stored. A history that must be stored now is the reason only
+// when the status alone would not have been written in full: it is
+// unchanged, or changed in values only, which
+// --status-metrics-min-interval may hold back.
+func writeReason(changed, told, valuesOnly bool, persist history.Persistence) string {
+	switch {
+	case !changed:
+		return monitor.WriteHistory
+	case !told:
+		return monitor.WriteChanged
+	case !valuesOnly:
+		return monitor.WriteFields
+	case persist == history.PersistNow:
+		return monitor.WriteHistory
+	default:
+		return monitor.WriteValues
+	}
 }
 
 // wroteStatus records a successful status write, when the interval is set.

@@ -14,7 +14,9 @@ import (
 
 	"github.com/tidal-autoscaler/tidal/autoscaler/clustercache"
 	"github.com/tidal-autoscaler/tidal/autoscaler/history"
+	"github.com/tidal-autoscaler/tidal/autoscaler/monitor"
 	"github.com/tidal-autoscaler/tidal/autoscaler/source"
+	"github.com/tidal-autoscaler/tidal/autoscaler/status"
 )
 
 func TestWithinInterval(t *testing.T) {
@@ -59,6 +61,8 @@ func TestStatusMetricsMinInterval(t *testing.T) {
 		interval     time.Duration
 		steps        []step
 		wantDeferred float64
+		// wantReasons counts the writes by reason (status_writes_total).
+		wantReasons map[string]float64
 	}{{
 		name: "off: every change written", interval: 0,
 		steps: []step{
@@ -67,6 +71,7 @@ func TestStatusMetricsMinInterval(t *testing.T) {
 			{"values move", 30 * time.Second, moving[2], 3},
 			{"values move", 45 * time.Second, moving[3], 4},
 		},
+		wantReasons: map[string]float64{monitor.WriteChanged: 4},
 	}, {
 		name: "60s: values wait, the rest goes at once", interval: time.Minute,
 		steps: []step{
@@ -81,6 +86,9 @@ func TestStatusMetricsMinInterval(t *testing.T) {
 			{"usage doubles (desired and replicas): written at once", 135 * time.Second, 20000, 5},
 		},
 		wantDeferred: 4,
+		// The first status, the failure, the return and the new count
+		// are fields; the write once the interval passed, values.
+		wantReasons: map[string]float64{monitor.WriteFields: 4, monitor.WriteValues: 1},
 	}}
 	for _, tt := range tests {
 		for _, mode := range modes {
@@ -108,6 +116,12 @@ func TestStatusMetricsMinInterval(t *testing.T) {
 				}
 				if got := metricValue(t, f.reg, "tidal_autoscaler_status_writes_deferred_total", nil); got != tt.wantDeferred {
 					t.Errorf("status_writes_deferred_total = %v, want %v", got, tt.wantDeferred)
+				}
+				for _, reason := range []string{monitor.WriteChanged, monitor.WriteFields, monitor.WriteHistory, monitor.WriteValues} {
+					got := metricValue(t, f.reg, "tidal_autoscaler_status_writes_total", map[string]string{"reason": reason})
+					if got != tt.wantReasons[reason] {
+						t.Errorf("status_writes_total{reason=%q} = %v, want %v", reason, got, tt.wantReasons[reason])
+					}
 				}
 			})
 		}
@@ -217,7 +231,7 @@ func TestStatusWritesSpread(t *testing.T) {
 					moved := obj.DeepCopy()
 					moved.HPAStatus().CurrentMetrics = []autoscalingv2.MetricStatus{podsStatus("rps", int64(beat+1))}
 					s := &step{obj: moved, original: obj, key: ns + "/" + obj.GetName(), now: metav1.NewTime(at.Add(time.Duration(i) * time.Second)), stamp: at}
-					if r.deferStatus(s, history.PersistNone) {
+					if r.deferStatus(s, history.PersistNone, status.MetricValuesOnly(s.obj, s.original)) {
 						continue
 					}
 					r.wroteStatus(s)
@@ -246,4 +260,28 @@ func podsStatus(name string, milli int64) autoscalingv2.MetricStatus {
 		Metric:  autoscalingv2.MetricIdentifier{Name: name},
 		Current: autoscalingv2.MetricValueStatus{AverageValue: resource.NewMilliQuantity(milli, resource.DecimalSI)},
 	}}
+}
+
+func TestWriteReason(t *testing.T) {
+	tests := []struct {
+		name                      string
+		changed, told, valuesOnly bool
+		persist                   history.Persistence
+		want                      string
+	}{
+		{name: "unchanged status, history written now", persist: history.PersistNow, want: monitor.WriteHistory},
+		{name: "interval off: a changed status", changed: true, persist: history.PersistWithStatus, want: monitor.WriteChanged},
+		{name: "interval off: a changed status and the history", changed: true, persist: history.PersistNow, want: monitor.WriteChanged},
+		{name: "fields changed", changed: true, told: true, persist: history.PersistNone, want: monitor.WriteFields},
+		{name: "fields changed, history written now", changed: true, told: true, persist: history.PersistNow, want: monitor.WriteFields},
+		{name: "values only", changed: true, told: true, valuesOnly: true, persist: history.PersistWithStatus, want: monitor.WriteValues},
+		{name: "values only, history written now", changed: true, told: true, valuesOnly: true, persist: history.PersistNow, want: monitor.WriteHistory},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := writeReason(tt.changed, tt.told, tt.valuesOnly, tt.persist); got != tt.want {
+				t.Errorf("writeReason = %q, want %q", got, tt.want)
+			}
+		})
+	}
 }

@@ -31,6 +31,24 @@ const (
 	ErrorNone     = "none"
 )
 
+// Label values of reason on status_writes_total: why a status write was
+// made (see StatusWritten). fields and values are told apart only with
+// --status-metrics-min-interval set; without it a changed status is
+// counted as changed.
+const (
+	// WriteChanged: the status changed (the interval is not set).
+	WriteChanged = "changed"
+	// WriteFields: a field other than the metrics' current values changed
+	// (replicas, desired count, conditions, a metric's kinds, the first
+	// status).
+	WriteFields = "fields"
+	// WriteHistory: the status is unchanged, or changed in metric values
+	// only, and the stored history had to be written now.
+	WriteHistory = "history"
+	// WriteValues: only status.currentMetrics values changed.
+	WriteValues = "values"
+)
+
 // Monitor is the controller's own metrics, the equivalent of upstream's
 // horizontal_pod_autoscaler_controller_* metrics under
 // tidal_autoscaler_*.
@@ -45,8 +63,9 @@ type Monitor struct {
 	fallbackActive            *prometheus.GaugeVec
 	shadowSyncs               *prometheus.CounterVec
 	leader                    prometheus.Gauge
-	// statusWritesDeferred counts status writes left out by
-	// --status-metrics-min-interval.
+	// statusWrites counts the status writes made, by reason;
+	// statusWritesDeferred those left out by --status-metrics-min-interval.
+	statusWrites         *prometheus.CounterVec
 	statusWritesDeferred prometheus.Counter
 	// reconcileGap reports what gap returns (0 while it is nil: no
 	// controller runs).
@@ -112,6 +131,12 @@ func New(reg prometheus.Registerer, objects *ObjectSeries) (*Monitor, error) {
 			Namespace: ns, Subsystem: sub, Name: "leader",
 			Help: "1 while this replica leads and runs the controller, else 0 (a standby waiting for the lease).",
 		}),
+		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "status_writes_total",
+			Help: "Status writes made, by reason: history (the stored stabilization history had to be written; the status was unchanged, or changed in values only), " +
+				"and with --status-metrics-min-interval set fields (a field other than status.currentMetrics values changed) and values (those values alone changed), " +
+				"else changed (the status changed).",
+		}, []string{"reason"}),
 		statusWritesDeferred: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "status_writes_deferred_total",
 			Help: "Status writes not made because only status.currentMetrics values changed within --status-metrics-min-interval of the autoscaler's last status write.",
@@ -135,7 +160,7 @@ func New(reg prometheus.Registerer, objects *ObjectSeries) (*Monitor, error) {
 	}
 	cs := []prometheus.Collector{m.reconciliations, m.reconciliationDuration, m.metricComputations,
 		m.metricComputationDuration, m.autoscalers, m.desiredReplicas, m.dryRunDesiredReplicas, m.fallbackActive, m.shadowSyncs, m.leader,
-		m.statusWritesDeferred, m.reconcileGap, m.offBeat, m.objects.scaleEvents}
+		m.statusWrites, m.statusWritesDeferred, m.reconcileGap, m.offBeat, m.objects.scaleEvents}
 	if objects == nil {
 		cs = append(cs, m.objects.series)
 	}
@@ -203,6 +228,10 @@ func (m *Monitor) SetLeading(leading bool) {
 	}
 	m.leader.Set(v)
 }
+
+// StatusWritten counts a status write made, for reason (WriteChanged,
+// WriteFields, WriteHistory or WriteValues).
+func (m *Monitor) StatusWritten(reason string) { m.statusWrites.WithLabelValues(reason).Inc() }
 
 // StatusWriteDeferred counts a status write left out because only
 // currentMetrics values changed (--status-metrics-min-interval).

@@ -46,4 +46,12 @@ func TestRoundSignals(t *testing.T) {
 	if got := testutil.ToFloat64(m.statusWritesDeferred); got != 2 {
 		t.Errorf("status_writes_deferred_total = %v, want 2", got)
 	}
+	m.StatusWritten(WriteValues)
+	m.StatusWritten(WriteValues)
+	m.StatusWritten(WriteHistory)
+	for reason, want := range map[string]float64{WriteValues: 2, WriteHistory: 1, WriteFields: 0} {
+		if got := testutil.ToFloat64(m.statusWrites.WithLabelValues(reason)); got != want {
+			t.Errorf("status_writes_total{reason=%q} = %v, want %v", reason, got, want)
+		}
+	}
 }

@@ -147,3 +147,26 @@ func TestMetricValuesOnly(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkMetricValuesOnly is its cost beside the StatusEqual every status
+// write already makes: a reconcile computes both whenever a status changed.
+func BenchmarkMetricValuesOnly(b *testing.B) {
+	for _, stored := range []struct {
+		name string
+		obj  func() source.Object
+	}{{"crd", storedHA}, {"native", storedHPA}} {
+		original := stored.obj()
+		obj := original.DeepCopy()
+		obj.HPAStatus().CurrentMetrics = []autoscalingv2.MetricStatus{cpuAt(52, 260), queueAt(11)}
+		b.Run(stored.name+"/MetricValuesOnly", func(b *testing.B) {
+			for b.Loop() {
+				MetricValuesOnly(obj, original)
+			}
+		})
+		b.Run(stored.name+"/StatusEqual", func(b *testing.B) {
+			for b.Loop() {
+				obj.StatusEqual(original)
+			}
+		})
+	}
+}

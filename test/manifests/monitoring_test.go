@@ -277,6 +277,13 @@ func substituteGrafana(expr string) string {
 // label_values(label).
 var labelValues = regexp.MustCompile(`^label_values\((?:(.*),\s*)?(\w+)\)$`)
 
+// gridPos is where a panel is on Grafana's 24-column grid.
+type gridPos struct{ X, Y, W, H int }
+
+func (a gridPos) overlaps(b gridPos) bool {
+	return a.X < b.X+b.W && b.X < a.X+a.W && a.Y < b.Y+b.H && b.Y < a.Y+a.H
+}
+
 // dashboardQueries are the PromQL queries of the dashboard's panels and
 // variables, by where they are.
 func dashboardQueries(t *testing.T) map[string]string {
@@ -306,6 +313,7 @@ func dashboardQueries(t *testing.T) map[string]string {
 			Targets []struct {
 				Expr string `json:"expr"`
 			} `json:"targets"`
+			GridPos gridPos `json:"gridPos"`
 		} `json:"panels"`
 	}
 	if err := json.Unmarshal([]byte(raw), &dash); err != nil {
@@ -321,6 +329,11 @@ func dashboardQueries(t *testing.T) map[string]string {
 			t.Errorf("panel id %d twice", p.ID)
 		}
 		ids[p.ID] = true
+		for _, q := range dash.Panels {
+			if q.ID < p.ID && q.GridPos.overlaps(p.GridPos) {
+				t.Errorf("panels %q and %q overlap (%+v, %+v): Grafana moves one of them", q.Title, p.Title, q.GridPos, p.GridPos)
+			}
+		}
 		if p.Type == "row" {
 			continue
 		}

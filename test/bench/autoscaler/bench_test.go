@@ -81,9 +81,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -315,6 +317,7 @@ func BenchmarkReconcileFleet(b *testing.B) {
 			logf("kcm: %d of %d HPAs read their target's /scale in the window; longest time between two reads of one: %s; largest queue depth %.0f; %s", r.visited, cfg.autoscalers, r.longestGap.Round(time.Millisecond), r.maxQueueDepth, r.workers)
 		} else {
 			logf("%s: longest time between two reconciles of one autoscaler (its gauge, sampled once a period): %s; largest queue depth %.0f; %s", phase, r.longestGap.Round(time.Millisecond), r.maxQueueDepth, r.workers)
+			logf("%s: status writes over the %d periods by reason (tidal_autoscaler_status_writes_total): %v", phase, cfg.periods, r.statusWrites)
 		}
 		runs[phase] = append(runs[phase], r)
 		recordPhase(b, cfg, phase, len(runs[phase]), r)
@@ -408,6 +411,9 @@ func recordPhase(b *testing.B, cfg config, phase string, round int, r phaseResul
 	figures = append(figures,
 		samples.Sample{Metric: "max-queue-depth", Value: r.maxQueueDepth, Unit: "items"},
 		samples.Sample{Metric: "longest-visit-gap", Value: r.longestGap.Seconds(), Unit: "s"})
+	for _, reason := range slices.Sorted(maps.Keys(r.statusWrites)) {
+		figures = append(figures, samples.Sample{Metric: "status-writes-" + reason + "-per-period", Value: r.statusWrites[reason] / float64(cfg.periods), Unit: "requests"})
+	}
 	if phase == "kcm" {
 		figures = append(figures, samples.Sample{Metric: "objects-visited", Value: float64(r.visited), Unit: "objects"})
 	} else {
@@ -731,6 +737,9 @@ type phaseResult struct {
 	// least once; for tidal the largest sample of its reconcile gap gauge.
 	longestGap time.Duration
 	visited    int
+	// statusWrites counts tidal's status writes in the window by reason,
+	// from its own counter (nil for kcm).
+	statusWrites map[string]float64
 	// replicas are each process's own figures, in start order, when the
 	// phase ran several (tidal-sharded); cpuPerPeriod, systemPerPeriod,
 	// reconcilesPerPeriod and rssMiB are then their sums.
@@ -847,6 +856,9 @@ type counters struct {
 	n       float64
 	work    workSample
 	hasWork bool
+	// writes are tidal's status writes so far by reason
+	// (tidal_autoscaler_status_writes_total).
+	writes map[string]float64
 }
 
 // proc is one measured controller process: its pid, its reconciles
@@ -1111,6 +1123,12 @@ func measureWindow(ctx context.Context, cfg config, procs []proc, users []string
 			x.rssMiB = kib / 1024
 		}
 		n += s1[i].n - s0[i].n
+		for reason, v := range s1[i].writes {
+			if r.statusWrites == nil {
+				r.statusWrites = map[string]float64{}
+			}
+			r.statusWrites[reason] += v - s0[i].writes[reason]
+		}
 		cpu += x.cpuPerPeriod
 		sys += (s1[i].sys - s0[i].sys) / periods
 		r.rssMiB += x.rssMiB
@@ -1416,6 +1434,9 @@ func runTidal(ctx context.Context, b *testing.B, h *harness.Harness, bin string,
 				c.n = v[0]
 			}
 			if err != nil {
+				return c, err
+			}
+			if c.writes, err = byLabel(body, url, "tidal_autoscaler_status_writes_total", "reason"); err != nil {
 				return c, err
 			}
 			// A queue that has not yet handed out a key has no totals:

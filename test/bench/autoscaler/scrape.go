@@ -33,6 +33,35 @@ func sumsOf(body, url string, names ...string) ([]float64, error) {
 	return sums, nil
 }
 
+// byLabel is each value of label on the series of the counter name in
+// a page of the text format, with its value summed over the other labels
+// (none: the counter has no series yet).
+func byLabel(body, url, name, label string) (map[string]float64, error) {
+	out := map[string]float64{}
+	prefix, key := name+"{", label+`="`
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		i := strings.Index(line, key)
+		if i < 0 {
+			continue
+		}
+		v := line[i+len(key):]
+		j := strings.IndexByte(v, '"')
+		if j < 0 {
+			return nil, fmt.Errorf("%s: %q: unterminated %s", url, line, label)
+		}
+		f := strings.Fields(line)
+		x, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q: %w", url, line, err)
+		}
+		out[v[:j]] += x
+	}
+	return out, nil
+}
+
 // errNoSeries is scrapeSums's error for a metric with no series yet:
 // a vector's series appear with their first increment.
 var errNoSeries = errors.New("no series")
