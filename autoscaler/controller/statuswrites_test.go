@@ -23,19 +23,17 @@ func TestWithinInterval(t *testing.T) {
 	last := now
 	tests := []struct {
 		name     string
-		known    bool
 		at       time.Duration
 		interval time.Duration
 		want     bool
 	}{
-		{name: "off", known: true, at: time.Second, interval: 0, want: false},
-		{name: "no write known", known: false, at: time.Second, interval: time.Minute, want: false},
-		{name: "within", known: true, at: 59 * time.Second, interval: time.Minute, want: true},
-		{name: "interval passed", known: true, at: time.Minute, interval: time.Minute, want: false},
+		{name: "off", at: time.Second, interval: 0, want: false},
+		{name: "within", at: 59 * time.Second, interval: time.Minute, want: true},
+		{name: "interval passed", at: time.Minute, interval: time.Minute, want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := withinInterval(last, tt.known, now.Add(tt.at), tt.interval); got != tt.want {
+			if got := withinInterval(last, now.Add(tt.at), tt.interval); got != tt.want {
 				t.Errorf("withinInterval = %v, want %v", got, tt.want)
 			}
 		})
@@ -151,19 +149,17 @@ func TestStatusMetricsMinIntervalForgets(t *testing.T) {
 
 func TestMayWait(t *testing.T) {
 	tests := []struct {
-		name  string
-		known bool
-		at    time.Duration
-		want  bool
+		name string
+		at   time.Duration
+		want bool
 	}{
-		{name: "exactly the interval after the last write", known: true, at: time.Minute, want: true},
-		{name: "a period later: must be written", known: true, at: 75 * time.Second, want: false},
-		{name: "off the beat, past the interval", known: true, at: 61 * time.Second, want: false},
-		{name: "no write known", known: false, at: time.Minute, want: false},
+		{name: "exactly the interval after the last write", at: time.Minute, want: true},
+		{name: "a period later: must be written", at: 75 * time.Second, want: false},
+		{name: "off the beat, past the interval", at: 61 * time.Second, want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := mayWait(now, tt.known, now.Add(tt.at), time.Minute); got != tt.want {
+			if got := mayWait(now, now.Add(tt.at), time.Minute); got != tt.want {
 				t.Errorf("mayWait = %v, want %v", got, tt.want)
 			}
 		})
@@ -283,5 +279,61 @@ func TestWriteReason(t *testing.T) {
 				t.Errorf("writeReason = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestStatusWritesSpreadAfterRestart follows a controller that starts
+// (a restart, a new leader) beside 8 autoscalers of one namespace that
+// have statuses and whose metric values move every period: it knows no
+// last write of any, and writes their values 8/4 = 2 a beat from its
+// first beat on, each within one interval of that beat and then every
+// interval, not all 8 at its first beat.
+func TestStatusWritesSpreadAfterRestart(t *testing.T) {
+	const (
+		period   = 15 * time.Second
+		interval = time.Minute
+		n        = 8
+		beats    = 12
+	)
+	r := &reconciler{statusInterval: interval, statusWrites: newStatusWrites(period), selectors: clustercache.NewSelectorTracker()}
+	first := now.Add(untilBeat(now, period, namespaceBeat(ns, period)))
+	objs := make([]source.Object, n)
+	for i := range objs {
+		h := newHPA(fmt.Sprintf("web-%d", i), ptr.To[int32](1), 10, podsMetric("rps", "10"))
+		h.Status.CurrentMetrics = []autoscalingv2.MetricStatus{podsStatus("rps", 0)}
+		objs[i] = source.ObjectOfHPA(h)
+		r.selectors.PutIfAbsent(ns, ns+"/"+h.Name, labels.Nothing())
+	}
+	var perBeat [beats]int
+	written := map[string][]int{}
+	for beat := range beats {
+		at := first.Add(time.Duration(beat) * period)
+		for i, obj := range objs {
+			moved := obj.DeepCopy()
+			moved.HPAStatus().CurrentMetrics = []autoscalingv2.MetricStatus{podsStatus("rps", int64(beat+1))}
+			s := &step{obj: moved, original: obj, key: ns + "/" + obj.GetName(), now: metav1.NewTime(at.Add(time.Duration(i) * time.Second)), stamp: at}
+			if r.deferStatus(s, history.PersistNone, status.MetricValuesOnly(s.obj, s.original)) {
+				continue
+			}
+			r.wroteStatus(s)
+			perBeat[beat]++
+			written[s.key] = append(written[s.key], beat)
+			objs[i] = moved
+		}
+	}
+	for _, w := range perBeat {
+		if w != n/4 {
+			t.Fatalf("writes per beat = %v, want %d a beat from the first", perBeat, n/4)
+		}
+	}
+	for key, bs := range written {
+		if bs[0] >= 4 {
+			t.Errorf("%s first written at beat %d, want within the first interval (beats 0 to 3)", key, bs[0])
+		}
+		for j := 1; j < len(bs); j++ {
+			if d := time.Duration(bs[j]-bs[j-1]) * period; d != interval {
+				t.Errorf("%s written at beats %v: %s apart, want %s", key, bs, d, interval)
+			}
+		}
 	}
 }
