@@ -21,10 +21,9 @@ import (
 //
 // Decisions do not read status.currentMetrics, so none changes; what the
 // status shows of the metrics may lag by up to the interval plus a sync
-// period, and once after this controller starts (a restart, a new leader,
-// a shard taken over) by up to the interval more: it knows no last write
-// of the autoscalers it finds, and spreads their first writes of values
-// over one interval (lastOrSpread) instead of writing them all at once.
+// period, and once for each autoscaler this controller finds or sees
+// created by up to the interval more: their first writes of values are
+// spread over one interval (deal) instead of coming all at once.
 // The history a new leader reads is as exact as without it: a
 // history that changed in more than the time of its newest recommendation
 // is written at once (source.HistoryAnnotation).
@@ -51,14 +50,21 @@ import (
 // allows (mayWait), so that their beats spread out within a few
 // intervals.
 //
-// An autoscaler whose last write this controller does not know is given
-// one (lastOrSpread): its namespace's such autoscalers are dealt the k
-// beats of one interval in turn, as if each had been written k, k-1, ...,
-// 1 periods before, so that their first writes of values are 1/k of them
-// a beat from the start. Written at once, as before, a new leader of
-// 10,000 moving autoscalers would write all of them in its first period:
-// 10,000 writes, 50 s of a 200 QPS client, its decisions waiting in the
-// queue behind them.
+// The quota spreads writes a period per interval at most, so that a
+// namespace's autoscalers whose writes all came at one beat took k-1
+// intervals to spread (100 of them at a 60 s interval: 100, 75 and 50
+// writes in some windows of three periods before the eleventh beat, 75
+// in every one after). Two such bunches are common, and are spread from
+// the start instead (deal): each autoscaler this controller knows no
+// write of is dealt the next of its namespace's k slots, slot i putting
+// its next write of values i periods later than the interval alone
+// would. One whose status changed in values only is given a last write
+// (lastOrSpread), as if written k-i periods before: a new leader, a
+// restarted controller or a shard taken over would otherwise write all
+// of its moving autoscalers in its first period (at 10,000, 50 s of a
+// 200 QPS client, its decisions waiting in the queue behind them). One
+// whose first status this controller writes (created together, say) has
+// that write dated i periods later (wrote).
 type statusWrites struct {
 	mu     sync.Mutex
 	period time.Duration
@@ -80,9 +86,14 @@ func newStatusWrites(period time.Duration) *statusWrites {
 	return &statusWrites{period: period, at: map[string]time.Time{}, beats: map[string]beatWrites{}, dealt: map[string]int{}}
 }
 
-func (w *statusWrites) wrote(key string, at time.Time) {
+// wrote records a write of key's status at at; the first one this
+// controller knows is dated its dealt slot later.
+func (w *statusWrites) wrote(key, namespace string, at time.Time, interval time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if _, ok := w.at[key]; !ok {
+		at = at.Add(w.deal(namespace, interval))
+	}
 	w.at[key] = at
 }
 
@@ -94,24 +105,30 @@ func (w *statusWrites) last(key string) (time.Time, bool) {
 }
 
 // lastOrSpread is key's last write, or, when none is known, the one it
-// is given and kept: the next of namespace's k slots (k the whole periods
-// in interval, at least 1), slot i making its write of values due i
-// periods after at.
+// is given and kept: its dealt slot's, making its write of values due
+// slot periods after at.
 func (w *statusWrites) lastOrSpread(key, namespace string, at time.Time, interval time.Duration) time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if t, ok := w.at[key]; ok {
 		return t
 	}
+	t := at.Add(w.deal(namespace, interval) - interval)
+	w.at[key] = t
+	return t
+}
+
+// deal returns the next of namespace's k slots, k the whole periods in
+// interval (at least 1), as the time slot i stands for: i periods. The
+// caller holds w.mu.
+func (w *statusWrites) deal(namespace string, interval time.Duration) time.Duration {
 	k := 1
 	if w.period > 0 {
 		k = max(1, int(interval/w.period))
 	}
 	slot := w.dealt[namespace] % k
 	w.dealt[namespace]++
-	t := at.Add(time.Duration(slot)*w.period - interval)
-	w.at[key] = t
-	return t
+	return time.Duration(slot) * w.period
 }
 
 func (w *statusWrites) forget(key string) {
@@ -232,6 +249,6 @@ func writeReason(changed, told, valuesOnly bool, persist history.Persistence) st
 // wroteStatus records a successful status write, when the interval is set.
 func (r *reconciler) wroteStatus(s *step) {
 	if r.statusInterval > 0 {
-		r.statusWrites.wrote(s.key, s.recordTime())
+		r.statusWrites.wrote(s.key, s.obj.GetNamespace(), s.recordTime(), r.statusInterval)
 	}
 }

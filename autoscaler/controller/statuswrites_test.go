@@ -127,7 +127,8 @@ func TestStatusMetricsMinInterval(t *testing.T) {
 }
 
 // TestStatusMetricsMinIntervalForgets: a deleted autoscaler's last write
-// is forgotten, and its namespace's beat with the namespace's last one.
+// is forgotten, and its namespace's beat and dealt slots with the
+// namespace's last one.
 func TestStatusMetricsMinIntervalForgets(t *testing.T) {
 	w := world{scale: newScale(3, 3, "app=web"), pods: pods(100, 100, 100), customPods: milliByPod(10000, 10000, 10000)}
 	hpa := newHPA("web", ptr.To[int32](1), 10, podsMetric("rps", "10"))
@@ -138,12 +139,16 @@ func TestStatusMetricsMinIntervalForgets(t *testing.T) {
 		t.Fatal("the write was not recorded")
 	}
 	f.ctrl.r.statusWrites.take(ns, now, false, 0)
+	f.ctrl.r.statusWrites.dealt[ns] = 3
 	f.ctrl.delete(hpa)
 	if _, ok := f.ctrl.r.statusWrites.last(ns + "/web"); ok {
 		t.Error("the write of a deleted autoscaler is still kept")
 	}
 	if n := len(f.ctrl.r.statusWrites.beats); n != 0 {
 		t.Errorf("%d namespace beats kept after the namespace's last autoscaler was deleted, want 0", n)
+	}
+	if n := len(f.ctrl.r.statusWrites.dealt); n != 0 {
+		t.Errorf("%d namespaces' dealt slots kept after the namespace's last autoscaler was deleted, want 0", n)
 	}
 }
 
@@ -188,19 +193,66 @@ func TestWriteQuota(t *testing.T) {
 	}
 }
 
-// TestStatusWritesSpread follows 8 autoscalers of one namespace, created
-// together, whose metric values move every period, through deferStatus
-// beat by beat: with a 60 s interval and a 15 s period their writes of
-// values, all on the same beats at first, spread to 8/4 = 2 a beat within
-// a few intervals, whatever the order the queue hands them out in; none
-// comes less than the interval after the autoscaler's last write, nor more
-// than the interval and a period after it.
+// valuesFleet is n autoscalers of one namespace whose metric values move
+// every period, taken through deferStatus beat by beat as a controller
+// with a 60 s interval and a 15 s period would.
+type valuesFleet struct {
+	r     *reconciler
+	objs  []source.Object
+	first time.Time // the namespace's first beat after now
+}
+
+const (
+	fleetPeriod   = 15 * time.Second
+	fleetInterval = time.Minute
+)
+
+func newValuesFleet(n int) *valuesFleet {
+	f := &valuesFleet{
+		r:     &reconciler{statusInterval: fleetInterval, statusWrites: newStatusWrites(fleetPeriod), selectors: clustercache.NewSelectorTracker()},
+		objs:  make([]source.Object, n),
+		first: now.Add(untilBeat(now, fleetPeriod, namespaceBeat(ns, fleetPeriod))),
+	}
+	for i := range f.objs {
+		h := newHPA(fmt.Sprintf("web-%d", i), ptr.To[int32](1), 10, podsMetric("rps", "10"))
+		h.Status.CurrentMetrics = []autoscalingv2.MetricStatus{podsStatus("rps", 0)}
+		f.objs[i] = source.ObjectOfHPA(h)
+		f.r.selectors.PutIfAbsent(ns, ns+"/"+h.Name, labels.Nothing())
+	}
+	return f
+}
+
+// beat reconciles every autoscaler once at beat (counted from first), in
+// the order order gives, and returns the keys whose status was written.
+func (f *valuesFleet) beat(beat int, order func(i int) int) []string {
+	var written []string
+	at := f.first.Add(time.Duration(beat) * fleetPeriod)
+	for i := range f.objs {
+		obj := f.objs[order(i)]
+		moved := obj.DeepCopy()
+		moved.HPAStatus().CurrentMetrics = []autoscalingv2.MetricStatus{podsStatus("rps", int64(beat+1))}
+		s := &step{obj: moved, original: obj, key: ns + "/" + obj.GetName(), now: metav1.NewTime(at.Add(time.Duration(i) * time.Second)), stamp: at}
+		if f.r.deferStatus(s, history.PersistNone, status.MetricValuesOnly(s.obj, s.original)) {
+			continue
+		}
+		f.r.wroteStatus(s)
+		written = append(written, s.key)
+		f.objs[order(i)] = moved
+	}
+	return written
+}
+
+// TestStatusWritesSpread follows 8 autoscalers of one namespace whose
+// statuses were last written at the same beat (all scaled at once, say)
+// through valuesFleet: their writes of values, all on the same beats at
+// first, spread to 8/4 = 2 a beat within a few intervals, whatever the
+// order the queue hands them out in; none comes less than the interval
+// after the autoscaler's last write, nor more than the interval and a
+// period after it.
 func TestStatusWritesSpread(t *testing.T) {
 	const (
-		period   = 15 * time.Second
-		interval = time.Minute
-		n        = 8
-		beats    = 40
+		n     = 8
+		beats = 40
 	)
 	orders := map[string]func(beat, i int) int{
 		"by name":           func(_, i int) int { return i },
@@ -209,36 +261,20 @@ func TestStatusWritesSpread(t *testing.T) {
 	}
 	for name, order := range orders {
 		t.Run(name, func(t *testing.T) {
-			r := &reconciler{statusInterval: interval, statusWrites: newStatusWrites(period), selectors: clustercache.NewSelectorTracker()}
-			first := now.Add(untilBeat(now, period, namespaceBeat(ns, period)))
-			objs := make([]source.Object, n)
-			for i := range objs {
-				h := newHPA(fmt.Sprintf("web-%d", i), ptr.To[int32](1), 10, podsMetric("rps", "10"))
-				h.Status.CurrentMetrics = []autoscalingv2.MetricStatus{podsStatus("rps", 0)}
-				objs[i] = source.ObjectOfHPA(h)
-				r.selectors.PutIfAbsent(ns, ns+"/"+h.Name, labels.Nothing())
+			f := newValuesFleet(n)
+			last := map[string]int{}
+			for _, o := range f.objs {
+				f.r.statusWrites.at[ns+"/"+o.GetName()] = f.first.Add(-fleetPeriod)
+				last[ns+"/"+o.GetName()] = -1
 			}
 			var perBeat [beats]int
-			last := map[string]int{}
 			for beat := range beats {
-				at := first.Add(time.Duration(beat) * period)
-				for i := range n {
-					obj := objs[order(beat, i)]
-					moved := obj.DeepCopy()
-					moved.HPAStatus().CurrentMetrics = []autoscalingv2.MetricStatus{podsStatus("rps", int64(beat+1))}
-					s := &step{obj: moved, original: obj, key: ns + "/" + obj.GetName(), now: metav1.NewTime(at.Add(time.Duration(i) * time.Second)), stamp: at}
-					if r.deferStatus(s, history.PersistNone, status.MetricValuesOnly(s.obj, s.original)) {
-						continue
-					}
-					r.wroteStatus(s)
+				for _, key := range f.beat(beat, func(i int) int { return order(beat, i) }) {
 					perBeat[beat]++
-					if b, ok := last[s.key]; ok {
-						if d := time.Duration(beat-b) * period; d < interval || d > interval+period {
-							t.Errorf("%s written %s after its last write, want between %s and %s", s.key, d, interval, interval+period)
-						}
+					if d := time.Duration(beat-last[key]) * fleetPeriod; d < fleetInterval || d > fleetInterval+fleetPeriod {
+						t.Errorf("%s written %s after its last write, want between %s and %s", key, d, fleetInterval, fleetInterval+fleetPeriod)
 					}
-					last[s.key] = beat
-					objs[order(beat, i)] = moved
+					last[key] = beat
 				}
 			}
 			for beat := 4 * 5; beat < beats; beat++ {
@@ -282,58 +318,59 @@ func TestWriteReason(t *testing.T) {
 	}
 }
 
-// TestStatusWritesSpreadAfterRestart follows a controller that starts
-// (a restart, a new leader) beside 8 autoscalers of one namespace that
-// have statuses and whose metric values move every period: it knows no
-// last write of any, and writes their values 8/4 = 2 a beat from its
-// first beat on, each within one interval of that beat and then every
-// interval, not all 8 at its first beat.
-func TestStatusWritesSpreadAfterRestart(t *testing.T) {
+// TestStatusWritesSpreadFromTheStart follows 8 autoscalers of one
+// namespace whose metric values move every period, through valuesFleet,
+// in the two cases where this controller knows no write of them: it
+// starts beside them (a restart, a new leader), or it writes their first
+// statuses together (created together). Their writes of values go out
+// 8/4 = 2 a beat from the first that may carry any, each within one
+// interval of it and then every interval: not all 8 at one beat.
+func TestStatusWritesSpreadFromTheStart(t *testing.T) {
 	const (
-		period   = 15 * time.Second
-		interval = time.Minute
-		n        = 8
-		beats    = 12
+		n     = 8
+		beats = 12
 	)
-	r := &reconciler{statusInterval: interval, statusWrites: newStatusWrites(period), selectors: clustercache.NewSelectorTracker()}
-	first := now.Add(untilBeat(now, period, namespaceBeat(ns, period)))
-	objs := make([]source.Object, n)
-	for i := range objs {
-		h := newHPA(fmt.Sprintf("web-%d", i), ptr.To[int32](1), 10, podsMetric("rps", "10"))
-		h.Status.CurrentMetrics = []autoscalingv2.MetricStatus{podsStatus("rps", 0)}
-		objs[i] = source.ObjectOfHPA(h)
-		r.selectors.PutIfAbsent(ns, ns+"/"+h.Name, labels.Nothing())
+	tests := []struct {
+		name string
+		// created writes their first statuses a period before beat 0.
+		created bool
+		// from is the first beat that may carry a write of values.
+		from int
+	}{
+		{name: "a new leader finds them", from: 0},
+		{name: "created together", created: true, from: 3},
 	}
-	var perBeat [beats]int
-	written := map[string][]int{}
-	for beat := range beats {
-		at := first.Add(time.Duration(beat) * period)
-		for i, obj := range objs {
-			moved := obj.DeepCopy()
-			moved.HPAStatus().CurrentMetrics = []autoscalingv2.MetricStatus{podsStatus("rps", int64(beat+1))}
-			s := &step{obj: moved, original: obj, key: ns + "/" + obj.GetName(), now: metav1.NewTime(at.Add(time.Duration(i) * time.Second)), stamp: at}
-			if r.deferStatus(s, history.PersistNone, status.MetricValuesOnly(s.obj, s.original)) {
-				continue
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newValuesFleet(n)
+			if tt.created {
+				for _, o := range f.objs {
+					f.r.statusWrites.wrote(ns+"/"+o.GetName(), ns, f.first.Add(-fleetPeriod), fleetInterval)
+				}
 			}
-			r.wroteStatus(s)
-			perBeat[beat]++
-			written[s.key] = append(written[s.key], beat)
-			objs[i] = moved
-		}
-	}
-	for _, w := range perBeat {
-		if w != n/4 {
-			t.Fatalf("writes per beat = %v, want %d a beat from the first", perBeat, n/4)
-		}
-	}
-	for key, bs := range written {
-		if bs[0] >= 4 {
-			t.Errorf("%s first written at beat %d, want within the first interval (beats 0 to 3)", key, bs[0])
-		}
-		for j := 1; j < len(bs); j++ {
-			if d := time.Duration(bs[j]-bs[j-1]) * period; d != interval {
-				t.Errorf("%s written at beats %v: %s apart, want %s", key, bs, d, interval)
+			var perBeat [beats]int
+			written := map[string][]int{}
+			for beat := range beats {
+				for _, key := range f.beat(beat, func(i int) int { return i }) {
+					perBeat[beat]++
+					written[key] = append(written[key], beat)
+				}
 			}
-		}
+			for beat, w := range perBeat {
+				if want := map[bool]int{true: n / 4, false: 0}[beat >= tt.from]; w != want {
+					t.Fatalf("writes per beat = %v, want %d a beat from beat %d on, none before", perBeat, n/4, tt.from)
+				}
+			}
+			for key, bs := range written {
+				if bs[0] >= tt.from+4 {
+					t.Errorf("%s first written at beat %d, want within the first interval (beats %d to %d)", key, bs[0], tt.from, tt.from+3)
+				}
+				for j := 1; j < len(bs); j++ {
+					if d := time.Duration(bs[j]-bs[j-1]) * fleetPeriod; d != fleetInterval {
+						t.Errorf("%s written at beats %v: %s apart, want %s", key, bs, d, fleetInterval)
+					}
+				}
+			}
+		})
 	}
 }
