@@ -52,9 +52,9 @@ import (
 //
 // The quota spreads writes a period per interval at most, so that a
 // namespace's autoscalers whose writes all came at one beat took k-1
-// intervals to spread (100 of them at a 60 s interval: 100, 75 and 50
-// writes in some windows of three periods before the eleventh beat, 75
-// in every one after). Two such bunches are common, and are spread from
+// intervals to spread (100 of them at a 60 s interval: 0 to 100 writes
+// in the windows of three periods that began before the eleventh beat,
+// 75 in every one after). Two such bunches are common, and are spread from
 // the start instead (deal): each autoscaler this controller knows no
 // write of is dealt the next of its namespace's k slots, slot i putting
 // its next write of values i periods later than the interval alone
@@ -70,8 +70,8 @@ type statusWrites struct {
 	period time.Duration
 	at     map[string]time.Time
 	beats  map[string]beatWrites
-	// dealt counts the autoscalers of each namespace that lastOrSpread
-	// gave a last write to.
+	// dealt counts the autoscalers of each namespace that deal gave a
+	// slot to.
 	dealt map[string]int
 }
 
