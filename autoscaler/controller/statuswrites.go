@@ -97,13 +97,6 @@ func (w *statusWrites) wrote(key, namespace string, at time.Time, interval time.
 	w.at[key] = at
 }
 
-func (w *statusWrites) last(key string) (time.Time, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	t, ok := w.at[key]
-	return t, ok
-}
-
 // lastOrSpread is key's last write, or, when none is known, the one it
 // is given and kept: its dealt slot's, making its write of values due
 // slot periods after at.
@@ -122,11 +115,7 @@ func (w *statusWrites) lastOrSpread(key, namespace string, at time.Time, interva
 // interval (at least 1), as the time slot i stands for: i periods. The
 // caller holds w.mu.
 func (w *statusWrites) deal(namespace string, interval time.Duration) time.Duration {
-	k := 1
-	if w.period > 0 {
-		k = max(1, int(interval/w.period))
-	}
-	slot := w.dealt[namespace] % k
+	slot := w.dealt[namespace] % wholePeriods(interval, w.period)
 	w.dealt[namespace]++
 	return time.Duration(slot) * w.period
 }
@@ -187,11 +176,17 @@ func mayWait(last, now time.Time, interval time.Duration) bool {
 // one beat when their writes are spread evenly over an interval of k
 // whole periods: n/k, rounded up; n when the interval is under a period.
 func writeQuota(n int, period, interval time.Duration) int {
-	k := int(interval / period)
-	if k < 1 {
-		return n
-	}
+	k := wholePeriods(interval, period)
 	return (n + k - 1) / k
+}
+
+// wholePeriods is k, the whole periods in interval: at least 1, and 1
+// without a period.
+func wholePeriods(interval, period time.Duration) int {
+	if period <= 0 {
+		return 1
+	}
+	return max(1, int(interval/period))
 }
 
 // deferStatus reports whether this reconcile's status write is left out:

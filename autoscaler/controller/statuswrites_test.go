@@ -135,13 +135,13 @@ func TestStatusMetricsMinIntervalForgets(t *testing.T) {
 	f := newFixture(t, source.ModeNative, w, hpa)
 	f.ctrl.r.statusInterval = time.Minute
 	must(t, f.reconcile("web"))
-	if _, ok := f.ctrl.r.statusWrites.last(ns + "/web"); !ok {
+	if _, ok := f.ctrl.r.statusWrites.at[ns+"/web"]; !ok {
 		t.Fatal("the write was not recorded")
 	}
 	f.ctrl.r.statusWrites.take(ns, now, false, 0)
 	f.ctrl.r.statusWrites.dealt[ns] = 3
 	f.ctrl.delete(hpa)
-	if _, ok := f.ctrl.r.statusWrites.last(ns + "/web"); ok {
+	if _, ok := f.ctrl.r.statusWrites.at[ns+"/web"]; ok {
 		t.Error("the write of a deleted autoscaler is still kept")
 	}
 	if n := len(f.ctrl.r.statusWrites.beats); n != 0 {

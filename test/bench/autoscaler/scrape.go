@@ -16,10 +16,9 @@ func sumsOf(body, url string, names ...string) ([]float64, error) {
 			if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
 				continue
 			}
-			f := strings.Fields(line)
-			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			v, err := lineValue(url, line)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %q: %w", url, line, err)
+				return nil, err
 			}
 			sums[i] += v
 			found[i] = true
@@ -52,14 +51,24 @@ func byLabel(body, url, name, label string) (map[string]float64, error) {
 		if j < 0 {
 			return nil, fmt.Errorf("%s: %q: unterminated %s", url, line, label)
 		}
-		f := strings.Fields(line)
-		x, err := strconv.ParseFloat(f[len(f)-1], 64)
+		x, err := lineValue(url, line)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %q: %w", url, line, err)
+			return nil, err
 		}
 		out[v[:j]] += x
 	}
 	return out, nil
+}
+
+// lineValue is the value of a series' line of the text format, its last
+// field, read from url.
+func lineValue(url, line string) (float64, error) {
+	f := strings.Fields(line)
+	v, err := strconv.ParseFloat(f[len(f)-1], 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q: %w", url, line, err)
+	}
+	return v, nil
 }
 
 // errNoSeries is scrapeSums's error for a metric with no series yet:
