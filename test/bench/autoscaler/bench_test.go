@@ -967,7 +967,7 @@ func measure(ctx context.Context, cfg config, procs []proc, users []string, audi
 				return p, nil
 			}
 			if q, err := queue(ctx); err == nil {
-				p.late = q.depth >= float64(cfg.autoscalers)/2/float64(len(procs))
+				p.queued, p.share = true, float64(cfg.autoscalers)/float64(len(procs))
 				p.queueSample = q
 			}
 			return p, nil
@@ -977,8 +977,8 @@ func measure(ctx context.Context, cfg config, procs []proc, users []string, audi
 			return r, err
 		}
 		r.settlePeriods = w.periods
-		logf("%d PodMetrics lists, %.0f reconciles, %d autoscalers off the beat and a longest gap of %s in the last of %d periods waited for the autoscalers to join their namespaces' beats (settled at %d lists or fewer, %.0f reconciles or more and none off the beat): %s",
-			w.lists, w.reconciles, w.offBeat, w.gap.Round(time.Millisecond), w.periods, settleLists, onBeatReconciles(cfg.autoscalers), w.state)
+		logf("%d PodMetrics lists, %.0f reconciles, %d autoscalers off the beat, a longest gap of %s and the largest queue %s in the last of %d periods waited for the autoscalers to join their namespaces' beats (settled at %d lists or fewer, %.0f reconciles or more and none off the beat): %s",
+			w.lists, w.reconciles, w.offBeat, w.gap.Round(time.Millisecond), w.depths, w.periods, settleLists, onBeatReconciles(cfg.autoscalers), w.state)
 	}
 	w, err := quietWindow(func() (phaseResult, error) {
 		return measureWindow(ctx, cfg, procs, users, auditLog, statuses, queue, read, hasCounter)
@@ -1168,12 +1168,12 @@ const (
 	settling settleState = iota // wait another period
 	settled
 	gaveUp // maxSettlePeriods waited
-	behind // the queue holds half the objects or more, lateProbes times in a row
+	behind // the queue holds half the objects or more, not draining, lateProbes times in a row
 )
 
 func (s settleState) String() string {
 	if s == behind {
-		return fmt.Sprintf("stopped: the queue held half the objects or more at %d probes in a row", lateProbes)
+		return fmt.Sprintf("stopped: the queue held half the objects or more, not draining, at %d probes in a row", lateProbes)
 	}
 	return [...]string{"settling", "settled", "gave up"}[s]
 }
@@ -1189,7 +1189,7 @@ func (s settleState) String() string {
 func onBeatReconciles(objects int) float64 { return float64(objects) * 0.98 }
 
 // lateProbes is how many probes in a row must find the queue holding half
-// the objects before settle stops early. One is not enough: right after
+// the objects, and not draining (lateProbe), before settle stops early. One is not enough: right after
 // the objects' first reconciles the fleet comes due in one clump, and a
 // replica that keeps up may still hold half its share for a moment (the
 // 2026-12-06 10:54 run's first sharded round stopped so after one period,
@@ -1204,7 +1204,7 @@ const lateProbes = 2
 // onBeatReconciles(objects) or more, and no autoscaler's next reconcile is
 // off its beat; w.periods is how many periods were waited, w.late how
 // many probes in a row, this one included, found the queue holding half
-// the objects (behind at lateProbes).
+// the objects and not draining (behind at lateProbes).
 func settleVerdict(w settleWait, want, objects int, maxPeriods int) settleState {
 	switch {
 	case w.lists <= want && w.reconciles >= onBeatReconciles(objects) && w.offBeat == 0:
@@ -1228,13 +1228,30 @@ type queueSample struct {
 }
 
 // settleProbe is what settle samples of the controllers at the end of
-// each period: their reconciles so far (the counters' sum), whether the
-// largest replica's queue holds half its objects, and their queues' scrape
-// (zero when unknown; its gap is only logged).
+// each period: their reconciles so far (the counters' sum) and, when
+// queued, their queues' scrape (its gap is only logged) and a replica's
+// share of the objects.
 type settleProbe struct {
 	reconciles float64
-	late       bool
+	queued     bool
+	share      float64
 	queueSample
+}
+
+// lateProbe reports whether p, taken a period after prev, finds the
+// largest replica's queue holding half its share or more and not
+// draining: shorter than at prev by less than a tenth of the share. A
+// controller that cannot keep up holds its backlog for good; one clearing
+// the objects' first reconciles (each a status write, 10,000 at 10k) drains
+// it, a tenth of its share a period or more, and settles within the wait
+// (the 2026-12-07 20:11 UTC run's second sharded round stopped after 4
+// periods with the status bound on and measured that backlog: a longest
+// gap of 38.7 s, against 21.9 s in the round that waited 12).
+func lateProbe(prev, p settleProbe) bool {
+	if !p.queued || p.depth < p.share/2 {
+		return false
+	}
+	return !prev.queued || prev.depth-p.depth < p.share/10
 }
 
 // settleWait is how settle's wait ended: its last period's lists,
@@ -1243,6 +1260,9 @@ type settleWait struct {
 	periods, lists, offBeat int
 	reconciles              float64
 	gap                     time.Duration
+	// depths is the largest replica's queue at the last probe and the one
+	// before, for the log.
+	depths string
 	// late counts the probes in a row, up to the last, that found the
 	// largest replica's queue holding half its objects.
 	late  int
@@ -1270,8 +1290,8 @@ type settleWait struct {
 // that each sample of the counters is a whole period after the one before
 // it, whatever the audit log's reading takes (and the count is scaled to
 // a period should a reading take longer than one). It stops early once
-// the queue has held half the objects at lateProbes probes in a row: a
-// controller that cannot keep up never settles.
+// the queue has held half the objects, not draining, at lateProbes probes
+// in a row (lateProbe): a controller that cannot keep up never settles.
 func settle(ctx context.Context, users []string, auditLog string, want, objects int, probe func() (settleProbe, error)) (settleWait, error) {
 	start := time.Now()
 	last, err := probe()
@@ -1294,12 +1314,17 @@ func settle(ctx context.Context, users []string, auditLog string, want, objects 
 		// Per period, should a slow read of the audit log have made this
 		// sample late.
 		at := time.Now()
-		if p.late {
+		if lateProbe(last, p) {
 			late++
 		} else {
 			late = 0
 		}
 		w := settleWait{periods: periods, reconciles: (p.reconciles - last.reconciles) * float64(syncPeriod) / float64(at.Sub(lastAt)), offBeat: p.offBeat, gap: p.gap, late: late}
+		if p.queued {
+			w.depths = fmt.Sprintf("%.0f keys (%.0f a period before)", p.depth, last.depth)
+		} else {
+			w.depths = "unknown"
+		}
 		last, lastAt = p, at
 		// The audit log is written in batches of at most 1 s.
 		time.Sleep(2 * time.Second)

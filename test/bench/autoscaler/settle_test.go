@@ -40,3 +40,31 @@ func TestSettleVerdict(t *testing.T) {
 		})
 	}
 }
+
+func TestLateProbe(t *testing.T) {
+	const share = 3000 // a replica's share of 9,000 objects
+	queued := func(depth float64) settleProbe {
+		return settleProbe{queued: true, share: share, queueSample: queueSample{depth: depth}}
+	}
+	for _, tc := range []struct {
+		name     string
+		prev, p  settleProbe
+		wantLate bool
+	}{
+		{"a short queue", queued(200), queued(100), false},
+		{"half the share, held", queued(1600), queued(1500), true},
+		{"the whole share, growing", queued(2000), queued(2900), true},
+		{"half the share, draining a tenth a period", queued(2500), queued(2200), false},
+		{"half the share, draining less than a tenth", queued(2500), queued(2250), true},
+		// The start's backlog: the objects' first reconciles still queued.
+		{"most of the share, draining fast", queued(2900), queued(1900), false},
+		{"no queue before to compare with", settleProbe{}, queued(1500), true},
+		{"no queue gauge", queued(2000), settleProbe{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := lateProbe(tc.prev, tc.p); got != tc.wantLate {
+				t.Errorf("lateProbe = %v, want %v", got, tc.wantLate)
+			}
+		})
+	}
+}
