@@ -1189,7 +1189,8 @@ func (s settleState) String() string {
 func onBeatReconciles(objects int) float64 { return float64(objects) * 0.98 }
 
 // lateProbes is how many probes in a row must find the queue holding half
-// the objects, and not draining (lateProbe), before settle stops early. One is not enough: right after
+// the objects, and not draining (lateProbe), before settle stops early.
+// One is not enough: right after
 // the objects' first reconciles the fleet comes due in one clump, and a
 // replica that keeps up may still hold half its share for a moment (the
 // 2026-12-06 10:54 run's first sharded round stopped so after one period,
@@ -1264,7 +1265,8 @@ type settleWait struct {
 	// before, for the log.
 	depths string
 	// late counts the probes in a row, up to the last, that found the
-	// largest replica's queue holding half its objects.
+	// largest replica's queue holding half its objects, not draining
+	// (lateProbe).
 	late  int
 	state settleState
 }
